@@ -1,0 +1,1 @@
+"""The client side: Compute, Session, the Pool facade, its scheduler and node handles."""

@@ -1,0 +1,183 @@
+"""One node as the client sees it: its channel, its in-flight tasks, and their streams."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from skyward.events import Log, TaskCompleted
+from skyward.messages import RemoteFailure
+from skyward.wire import Frame, Kind
+
+if TYPE_CHECKING:
+    from skyward.instance import InstanceInfo
+    from skyward.client.tasks import TaskState
+    from skyward.providers.base import Instance
+    from skyward.transport.base import Channel
+
+
+class NodeStartError(RuntimeError):
+    pass
+
+
+class NodeHandle:
+    def __init__(
+        self,
+        index: int,
+        instance: Instance,
+        info: InstanceInfo,
+        channel: Channel,
+        capacity: int,
+        emit: Callable[[Any], None],
+        on_lost: Callable[[NodeHandle, BaseException | None], None],
+        on_free: Callable[[], None],
+    ) -> None:
+        self.index = index
+        self.instance = instance
+        self.info = info
+        self.channel = channel
+        self.capacity = capacity
+        self.emit = emit
+        self._on_lost = on_lost
+        self._on_free = on_free
+        self.inflight: dict[int, TaskState] = {}
+        self.stuck: set[int] = set()
+        self.sent_functions: set[bytes] = set()
+        self.ready = False
+        self.lost = False
+        self._ready_future: asyncio.Future[Any] | None = None
+        self._partial = {"stdout": "", "stderr": ""}
+        self._loop = asyncio.get_running_loop()
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    async def handshake(self, hello: Any, timeout: float) -> dict[str, Any]:
+        self._ready_future = self._loop.create_future()
+        self.channel.on_frame = self._on_frame
+        self.channel.on_closed = self._closed
+        self.channel.start()
+        self.channel.send(Kind.HELLO, 0, hello)
+        try:
+            answer = await asyncio.wait_for(self._ready_future, timeout)
+        except asyncio.TimeoutError:
+            raise NodeStartError(f"node {self.index}'s worker did not answer within {timeout:.0f}s") from None
+        self.ready = True
+        return answer
+
+    @property
+    def free_slots(self) -> int:
+        return self.capacity - len(self.inflight) - len(self.stuck)
+
+    # -- sending --------------------------------------------------------------------------------------
+
+    def dispatch(self, task: TaskState) -> None:
+        if task.fn_key not in self.sent_functions:
+            self.channel.send(Kind.FUNCTION, 0, (task.fn_key, task.fn_bytes))
+            self.sent_functions.add(task.fn_key)
+        task.node = self
+        task.started_at = self._loop.time()
+        self.inflight[task.id] = task
+        self.channel.send_parts(task.parts)
+
+    def cancel(self, task_id: int) -> None:
+        self.channel.send(Kind.CANCEL, task_id)
+
+    # -- receiving ------------------------------------------------------------------------------------
+
+    def _on_frame(self, frame: Frame) -> None:
+        kind = frame.kind
+        if kind is Kind.RESULT:
+            task = self._finish(frame.id)
+            if task is not None:
+                task.resolve(frame.payload)
+                self._completed(task, True)
+        elif kind is Kind.ERROR:
+            if frame.id == 0 and self._ready_future is not None and not self._ready_future.done():
+                failure: RemoteFailure = frame.payload
+                self._ready_future.set_exception(NodeStartError(f"node {self.index}'s worker failed to start:\n{failure.traceback}"))
+                return
+            task = self._finish(frame.id)
+            if task is not None:
+                task.fail_remote(frame.payload, self.index)
+                self._completed(task, False, frame.payload.type_name)
+        elif kind is Kind.YIELD:
+            task = self.inflight.get(frame.id)
+            if task is not None and task.stream is not None:
+                task.stream.put(frame.payload)
+        elif kind is Kind.DONE:
+            task = self._finish(frame.id)
+            if task is not None:
+                task.resolve(None)
+                self._completed(task, True)
+        elif kind is Kind.PULL:
+            self._pull(frame.id, frame.payload)
+        elif kind is Kind.LOG:
+            stream, text = frame.payload
+            self._log(stream, text)
+        elif kind is Kind.READY:
+            if self._ready_future is not None and not self._ready_future.done():
+                self._ready_future.set_result(frame.payload)
+
+    def _finish(self, task_id: int) -> TaskState | None:
+        if task_id in self.stuck:
+            self.stuck.discard(task_id)
+            self._on_free()
+            return None
+        task = self.inflight.pop(task_id, None)
+        if task is not None:
+            self._on_free()
+        return task
+
+    def _completed(self, task: TaskState, success: bool, error: str = "") -> None:
+        self.emit(
+            TaskCompleted(
+                task_id=task.id, name=task.name, node=self.index, success=success,
+                duration=self._loop.time() - task.started_at, error=error,
+            )
+        )
+
+    def _pull(self, stream_id: int, count: int) -> None:
+        """The worker wants `count` more items of an iterator argument: read them off the loop."""
+        for task in self.inflight.values():
+            source = task.inputs.get(stream_id)
+            if source is not None:
+                self._loop.run_in_executor(None, self._feed, stream_id, source, count)
+                return
+
+    def _feed(self, stream_id: int, source: Any, count: int) -> None:
+        for _ in range(count):
+            try:
+                item = next(source)
+            except StopIteration:
+                self._loop.call_soon_threadsafe(self.channel.send, Kind.END, stream_id, None)
+                return
+            except BaseException as exc:  # noqa: BLE001 - the worker's loop re-raises it
+                self._loop.call_soon_threadsafe(self.channel.send, Kind.END, stream_id, exc)
+                return
+            self._loop.call_soon_threadsafe(self.channel.send, Kind.ITEM, stream_id, item)
+
+    def _log(self, stream: str, text: str) -> None:
+        text = self._partial[stream] + text
+        *lines, rest = text.split("\n")
+        self._partial[stream] = rest
+        for line in lines:
+            self.emit(Log(instance=self.info, node=self.index, line=line, stream=stream))
+
+    def flush_logs(self) -> None:
+        for stream, rest in self._partial.items():
+            if rest:
+                self.emit(Log(instance=self.info, node=self.index, line=rest, stream=stream))
+        self._partial = {"stdout": "", "stderr": ""}
+
+    def _closed(self, exc: BaseException | None) -> None:
+        self.ready = False
+        if self._ready_future is not None and not self._ready_future.done():
+            self._ready_future.set_exception(NodeStartError(f"node {self.index}'s worker exited during start"))
+            return
+        if not self.lost:
+            self.lost = True
+            structlog.get_logger().info("skyward.node_lost", node=self.index, error=repr(exc))
+            self._on_lost(self, exc)

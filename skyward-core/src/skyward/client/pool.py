@@ -1,0 +1,597 @@
+"""`Pool`: the synchronous facade over one pool's nodes (`sky.Compute`, `sky.ComputePool`).
+
+The user's thread prepares tasks (pickling happens here, so a bad argument fails before dispatch)
+and waits on futures; the loop thread owns nodes, scheduling, timeouts and recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import attrs
+import structlog
+
+from skyward.client import active
+from skyward.client.loop import LoopThread
+from skyward.client.node import NodeHandle
+from skyward.client.scheduler import Scheduler
+from skyward.client.tasks import RemoteGenerator, TaskState
+from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError, SerializationError
+from skyward.events import (
+    ClusterDestroyed,
+    ClusterProvisioned,
+    ClusterReady,
+    ClusterRequested,
+    Error,
+    Event,
+    EventBus,
+    InstanceDestroyed,
+    InstanceProvisioned,
+    InstanceReplaced,
+    NodeLost,
+    NodeReady,
+    TaskRetried,
+    TaskStarted,
+)
+from skyward.function import (
+    PendingFunction,
+    PendingFunctionGroup,
+    is_generator_function,
+    stream_arguments,
+    unwrap_function,
+)
+from skyward.instance import InstanceInfo, PeerInfo
+from skyward.messages import Hello, StreamRef, TaskMessage, function_key, pickle_function
+from skyward.wire import Kind, check_picklable, encode
+
+#: After a timed-out task is cancelled, how long its slot may stay busy before the worker is replaced.
+STUCK_GRACE = 2.0
+#: Items a generator task may run ahead of its consumer.
+STREAM_WINDOW = 16
+HANDSHAKE_TIMEOUT = 60.0
+
+
+class Pool:
+    """A pool of nodes; a context manager that provisions on enter and tears down on exit."""
+
+    def __init__(self, *specs: Any, name: str | None = None, options: Any = None, **kwargs: Any) -> None:
+        from skyward.resolve import resolve_compute_args
+
+        on_event = kwargs.pop("on_event", None)
+        self.specs, self.options = resolve_compute_args(*specs, name=name, options=options, **kwargs)
+        self.name = name or f"pool-{uuid.uuid4().hex[:8]}"
+        self.bus = EventBus()
+        if on_event is not None:
+            self.bus.on(Event, on_event)
+        self.worker = self.options.worker_config
+        self.executor = self.worker.resolved_executor
+        self._loop_thread: LoopThread | None = None
+        self._owns_loop = True
+        self._scheduler = Scheduler(self._on_dispatch)
+        self._state = "new"
+        self._closing = False
+        self._token: Any = None
+        self._client_stack = contextlib.ExitStack()
+        self._previous_sigterm: Any = None
+        self._log = structlog.get_logger()
+        self.spec: Any = None
+        self.cluster: Any = None
+        self.image: Any = None
+        self._provider: Any = None
+        self._instances: dict[int, Any] = {}
+        self._replacing: set[int] = set()
+
+    # -- public: events ----------------------------------------------------------------------------------
+
+    def on(self, event_type: type[Any], handler: Callable[[Any], None]) -> Callable[[], None]:
+        """Call `handler` for every event of `event_type` (subclasses included)."""
+        return self.bus.on(event_type, handler)
+
+    # -- public: lifecycle -------------------------------------------------------------------------------
+
+    def __enter__(self) -> Pool:
+        self.start()
+        self._token = active.push(self)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        active.pop(self, self._token)
+        self._token = None
+        self.stop(reason="error" if exc_type is not None else "")
+
+    def start(self, loop: LoopThread | None = None) -> Pool:
+        if self._state != "new":
+            raise PoolClosedError(f"{self.name} was already started; create a new sky.Compute(...) for a new pool")
+        self._state = "starting"
+        self._setup_observability()
+        if loop is not None:
+            self._loop_thread, self._owns_loop = loop, False
+        else:
+            self._loop_thread = LoopThread(f"skyward-{self.name}")
+        self._install_sigterm()
+        try:
+            self._loop_thread.run(self._start())
+            self._state = "running"
+            for plugin in self._plugins():
+                if plugin.around_client is not None:
+                    self._client_stack.enter_context(plugin.around_client(self, self.cluster))
+        except BaseException:
+            self.stop(reason="start failed")
+            raise
+        return self
+
+    def stop(self, reason: str = "") -> None:
+        if self._state in ("stopped", "new"):
+            self._state = "stopped"
+            return
+        self._state = "stopping"
+        try:
+            self._client_stack.close()
+        finally:
+            try:
+                if self._loop_thread is not None and not self._loop_thread.loop.is_closed():
+                    self._loop_thread.run(self._stop(reason), timeout=self.options.shutdown_timeout + 30)
+            finally:
+                if self._owns_loop and self._loop_thread is not None:
+                    self._loop_thread.stop()
+                self._restore_sigterm()
+                self._state = "stopped"
+
+    # -- public: dispatch --------------------------------------------------------------------------------
+
+    def run(self, pending: PendingFunction[Any], *, target: int | str | None = None) -> Any:
+        """Run on one node (round-robin, or `target="head"` / a node index) and return the result.
+
+        A generator function returns an iterator over its items as the worker yields them.
+        """
+        task = self._prepare(pending, target)
+        self._submit([task])
+        if task.stream is not None:
+            return task.stream
+        return self._wait(task)
+
+    def run_async(self, pending: PendingFunction[Any], *, target: int | str | None = None) -> concurrent.futures.Future[Any]:
+        task = self._prepare(pending, target)
+        self._submit([task])
+        return task.future
+
+    def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
+        """Run once on every node; results in node-index order."""
+        nodes = self._node_indices()
+        tasks = [self._prepare(pending, index, fn_cache={}) for index in nodes]
+        self._submit(tasks)
+        return [self._wait(t) for t in tasks]
+
+    def run_parallel(self, group: PendingFunctionGroup) -> Any:
+        cache: dict[int, tuple[bytes, bytes]] = {}
+        tasks = [self._prepare(p, None, fn_cache=cache) for p in group.items]
+        self._submit(tasks)
+        if group.stream:
+            return self._stream_results(tasks, group.ordered)
+        return tuple(self._wait(t) for t in tasks)
+
+    def map(self, fn: Callable[..., Any], items: Iterable[Any]) -> list[Any]:
+        """One task per item (fn need not be decorated); results in input order."""
+        raw = unwrap_function(fn)
+        timeout = getattr(fn, "timeout", None)
+        cache: dict[int, tuple[bytes, bytes]] = {}
+        tasks = [self._prepare(PendingFunction(raw, (item,), {}, timeout), None, fn_cache=cache) for item in items]
+        self._submit(tasks)
+        return [self._wait(t) for t in tasks]
+
+    def current_nodes(self) -> int:
+        """How many nodes are ready right now."""
+        return sum(1 for n in self._scheduler.nodes.values() if n.ready)
+
+    def resize(self, nodes: int | Any) -> None:
+        """Grow or shrink the pool to `nodes` at runtime."""
+        from skyward.spec import normalize_nodes
+
+        desired = normalize_nodes(nodes).desired
+        self._require_running()
+        assert self._loop_thread is not None
+        self._loop_thread.run(self._resize(desired))
+
+    # -- preparing tasks (user thread) ---------------------------------------------------------------------
+
+    def _prepare(
+        self,
+        pending: PendingFunction[Any],
+        target: int | str | None,
+        fn_cache: dict[int, tuple[bytes, bytes]] | None = None,
+    ) -> TaskState:
+        if not isinstance(pending, PendingFunction):
+            raise TypeError(
+                f"Pools run pending calls, not {type(pending).__name__}: decorate the function with "
+                "@sky.function and call it, e.g. `train(data) >> pool`."
+            )
+        self._require_running()
+        fn = unwrap_function(pending.fn)
+        name = pending.name
+        generator = is_generator_function(fn)
+        if generator and self.executor == "process":
+            raise ConfigurationError(
+                f"{name}() is a generator, and streaming needs the thread executor: use "
+                "sky.Worker(executor='thread') or return a list."
+            )
+        cached = fn_cache.get(id(fn)) if fn_cache is not None else None
+        if cached is None:
+            fn_bytes = pickle_function(fn, name)
+            cached = (function_key(fn_bytes), fn_bytes)
+            if fn_cache is not None:
+                fn_cache[id(fn)] = cached
+        fn_key, fn_bytes = cached
+        args, kwargs, inputs = self._streams(fn, pending.args, pending.kwargs)
+        task_id = TaskState.next_id()
+        message = TaskMessage(fn_key, args, kwargs, name, generator, STREAM_WINDOW)
+        try:
+            parts = encode(Kind.TASK, task_id, message)
+        except Exception as exc:  # noqa: BLE001 - name the culprit
+            for i, arg in enumerate(args):
+                check_picklable(f"Argument {i} of {name}()", arg)
+            for key, value in kwargs.items():
+                check_picklable(f"Argument {key}= of {name}()", value)
+            raise SerializationError(f"The call {name}(...) cannot be pickled: {exc}") from exc
+        timeout = pending.timeout if pending.timeout is not None else self.options.default_compute_timeout
+        task = TaskState(
+            name=name, fn_key=fn_key, fn_bytes=fn_bytes, parts=parts, task_id=task_id,
+            target=self._target_index(target), timeout=timeout, generator=generator,
+            window=STREAM_WINDOW, inputs=inputs,
+        )
+        if generator:
+            task.stream = RemoteGenerator(task, lambda n: self._call(self._grant, task, n), lambda: self._call(self._cancel, task))
+        return task
+
+    @staticmethod
+    def _streams(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], dict[int, Iterator[Any]]]:
+        marked = stream_arguments(fn, args, kwargs)
+        if not marked:
+            return args, kwargs, {}
+        inputs: dict[int, Iterator[Any]] = {}
+
+        def as_stream(value: Any) -> StreamRef:
+            ref = StreamRef(TaskState.next_id())
+            inputs[ref.stream_id] = iter(value)
+            return ref
+
+        new_args = tuple(as_stream(a) if i in marked else a for i, a in enumerate(args))
+        new_kwargs = {k: as_stream(v) if k in marked else v for k, v in kwargs.items()}
+        return new_args, new_kwargs, inputs
+
+    def _target_index(self, target: int | str | None) -> int | None:
+        if target is None:
+            return None
+        if target == "head":
+            return 0
+        if isinstance(target, int) and not isinstance(target, bool):
+            known = self._node_indices()
+            if target not in known and target not in self._instances:
+                raise ConfigurationError(f"target={target}: this pool has nodes {known}; pass one of them or 'head'")
+            return target
+        raise ConfigurationError(f"target={target!r}: use None (round-robin), 'head' or a node index")
+
+    def _node_indices(self) -> list[int]:
+        return sorted(self._instances)
+
+    def _require_running(self) -> None:
+        if self._state != "running":
+            raise PoolClosedError(
+                f"{self.name} is {self._state}: dispatch inside its `with sky.Compute(...) as pool:` block"
+            )
+
+    def _submit(self, tasks: list[TaskState]) -> None:
+        self._call(self._submit_on_loop, tasks)
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> None:
+        if self._loop_thread is not None and not self._loop_thread.loop.is_closed():
+            self._loop_thread.call(fn, *args)
+
+    @staticmethod
+    def _wait(task: TaskState) -> Any:
+        return task.future.result()
+
+    def _stream_results(self, tasks: list[TaskState], ordered: bool) -> Iterator[Any]:
+        if ordered:
+            for task in tasks:
+                yield self._wait(task)
+        else:
+            for future in concurrent.futures.as_completed([t.future for t in tasks]):
+                yield future.result()
+
+    # -- the loop side -----------------------------------------------------------------------------------
+
+    def _submit_on_loop(self, tasks: list[TaskState]) -> None:
+        for task in tasks:
+            if self._closing:
+                task.fail(PoolClosedError(f"{task.name}() was not run: {self.name} is shutting down"))
+            else:
+                self._scheduler._queue.append(task)
+        self._scheduler.pump()
+
+    def _on_dispatch(self, task: TaskState, node: NodeHandle) -> None:
+        self.bus.emit(TaskStarted(task_id=task.id, name=task.name, node=node.index, pool=self.name))
+        if task.timeout is not None and task.timer is None:
+            loop = asyncio.get_running_loop()
+            task.timer = loop.call_later(task.timeout, self._timed_out, task)
+
+    def _grant(self, task: TaskState, count: int) -> None:
+        if task.node is not None and not task.done:
+            task.node.channel.send(Kind.CREDIT, task.id, count)
+
+    def _cancel(self, task: TaskState) -> None:
+        if task.done:
+            return
+        if task.node is not None and task.id in task.node.inflight:
+            task.node.cancel(task.id)
+        else:
+            task.resolve(None)
+
+    def _timed_out(self, task: TaskState) -> None:
+        task.timer = None
+        if task.done:
+            return
+        node = task.node
+        where = f" on node {node.index}" if node is not None else ""
+        task.fail(
+            TimeoutError(
+                f"{task.name}() did not finish within {task.timeout:g}s{where} and was cancelled; raise the "
+                "limit with @sky.function(timeout=...), pending.with_timeout(s) or "
+                "sky.Options(default_compute_timeout=...)"
+            )
+        )
+        if node is not None and task.id in node.inflight:
+            del node.inflight[task.id]
+            node.stuck.add(task.id)
+            node.cancel(task.id)
+            asyncio.get_running_loop().call_later(STUCK_GRACE, self._check_stuck, node, task.id)
+
+    def _check_stuck(self, node: NodeHandle, task_id: int) -> None:
+        if task_id in node.stuck and not node.lost and not self._closing:
+            self._log.info("skyward.replacing_stuck_worker", node=node.index, task=task_id)
+            node.lost = True
+            node.ready = False
+            node.channel.kill()
+            self._on_node_lost(node, RuntimeError("a timed-out task did not stop"))
+
+    def _on_node_lost(self, node: NodeHandle, exc: BaseException | None) -> None:
+        if self._closing:
+            return
+        node.flush_logs()
+        if self._scheduler.nodes.get(node.index) is node:
+            del self._scheduler.nodes[node.index]
+        self.bus.emit(NodeLost(node=node.index, reason=repr(exc) if exc else "worker exited", pool=self.name))
+        limit = self.options.retry_on_interruption
+        for task in list(node.inflight.values()):
+            if task.retryable and task.attempts < limit:
+                task.attempts += 1
+                task.node = None
+                self.bus.emit(TaskRetried(task_id=task.id, name=task.name, node=node.index, attempt=task.attempts,
+                                          reason="node lost", pool=self.name))
+                self._scheduler.requeue(task)
+            else:
+                why = "it streams data, so it cannot be replayed" if not task.retryable else f"after {task.attempts} retries"
+                task.fail(NodeLostError(
+                    f"Node {node.index} was lost while running {task.name}() (task {task.id}); not retried: {why}. "
+                    "Raise sky.Options(retry_on_interruption=...) to allow more retries."
+                ))
+        node.inflight.clear()
+        node.stuck.clear()
+        asyncio.get_running_loop().create_task(self._replace(node))
+
+    async def _replace(self, old: NodeHandle) -> None:
+        index = old.index
+        if index in self._replacing:
+            return
+        self._replacing.add(index)
+        try:
+            await old.channel.close(timeout=1)
+            instance = self._instances[index]
+            node = await self._start_node(index, instance, len(self._instances))
+            self.bus.emit(InstanceReplaced(node=index, old_id=instance.id, new_id=instance.id, pool=self.name))
+            del node
+        except Exception as exc:  # noqa: BLE001 - report, and fail what waited for this node
+            self.bus.emit(Error(message=f"node {index} could not be replaced: {exc}", fatal=False, node=index, pool=self.name))
+            for task in self._scheduler.drain():
+                if task.target == index:
+                    task.fail(NodeLostError(f"Node {index} was lost and could not be replaced: {exc}"))
+                else:
+                    self._scheduler._queue.append(task)
+        finally:
+            self._replacing.discard(index)
+            self._scheduler.pump()
+
+    async def _start(self) -> None:
+        self.bus.emit(ClusterRequested(spec_summary=_describe(self.specs), nodes=self.specs[0].nodes.desired, pool=self.name))
+        started = time.monotonic()
+        errors: list[str] = []
+        for spec in self.specs:
+            try:
+                await self._start_spec(spec)
+                break
+            except Exception as exc:
+                errors.append(f"{spec.provider_config().name}: {exc}")
+                if spec is self.specs[-1]:
+                    raise
+                self.bus.emit(Error(message=f"falling back after {errors[-1]}", fatal=False, pool=self.name))
+                await self._stop("fallback")
+                self._closing = False
+        self.bus.emit(ClusterReady(nodes=self.current_nodes(), seconds=time.monotonic() - started, pool=self.name))
+
+    async def _start_spec(self, spec: Any) -> None:
+        self.spec = spec
+        self._provider = spec.provider_config().create()
+        self.cluster = await self._provider.prepare(spec, self.name)
+        self.image = self._transform_image(spec.image)
+        count = spec.nodes.desired
+        instances = await self._provider.provision(self.cluster, list(range(count)))
+        self.bus.emit(ClusterProvisioned(nodes=len(instances), pool=self.name))
+        for instance in instances:
+            self._instances[instance.node] = instance
+            self.bus.emit(InstanceProvisioned(node=instance.node, instance_id=instance.id, instance=None, pool=self.name))
+        starts = [asyncio.ensure_future(self._start_node(i.node, i, count)) for i in instances]
+        needed = spec.nodes.min or count
+        done = 0
+        failure: BaseException | None = None
+        for next_done in asyncio.as_completed(starts):
+            try:
+                await next_done
+                done += 1
+            except Exception as exc:  # noqa: BLE001 - the first failure is raised below
+                failure = failure or exc
+            if done >= needed:
+                break
+        if done < needed:
+            for pending in starts:
+                pending.cancel()
+            raise failure or RuntimeError("nodes failed to start")
+
+    def _transform_image(self, image: Any) -> Any:
+        for plugin in self._plugins():
+            if plugin.transform is not None:
+                image = plugin.transform(image, self.cluster)
+        return image
+
+    def _plugins(self) -> tuple[Any, ...]:
+        return tuple(self.spec.plugins) if self.spec is not None else ()
+
+    def _instance_info(self, index: int, total: int) -> InstanceInfo:
+        spec, instances = self.spec, self._instances
+        head = instances.get(0) or next(iter(instances.values()))
+        instance = instances[index]
+        acc = spec.accelerator
+        count = float(acc.count) if acc is not None else 0.0
+        return InstanceInfo(
+            node=index, total_nodes=total, id=instance.id, provider=self.cluster.provider,
+            ip=instance.public_ip, private_ip=instance.private_ip, spot=instance.spot,
+            ssh_port=instance.ssh_port, hourly_rate=instance.hourly_rate,
+            on_demand_rate=instance.on_demand_rate, instance_type=instance.instance_type,
+            gpu_count=int(count), gpu_model=acc.name if acc is not None else "",
+            vcpus=instance.vcpus, memory_gb=instance.memory_gb,
+            gpu_vram_gb=int(acc.memory_gb or 0) if acc is not None else 0,
+            accelerators=count, total_accelerators=count * total,
+            head_addr=head.private_ip, head_port=self.cluster.head_port, job_id=self.name,
+            peers=tuple(PeerInfo(i.node, i.private_ip, i.public_ip) for i in sorted(instances.values(), key=lambda i: i.node)),
+            accelerator=acc.to_info() if acc is not None else None,
+        )
+
+    async def _start_node(self, index: int, instance: Any, total: int) -> NodeHandle:
+        channel = await self._provider.connect(self.cluster, instance, self.image)
+        info = self._instance_info(index, total)
+        node = NodeHandle(
+            index, instance, info, channel, self.worker.concurrency + self.worker.buffer,
+            self.bus.emit, self._on_node_lost, self._scheduler.pump,
+        )
+        hello = Hello(
+            info=info, concurrency=self.worker.concurrency, executor=self.executor,
+            reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),
+            sys_path=(), plugins=self._plugins(),
+        )
+        try:
+            await node.handshake(hello, HANDSHAKE_TIMEOUT)
+        except BaseException:
+            node.lost = True
+            channel.kill()
+            await channel.close(timeout=1)
+            raise
+        self._scheduler.nodes[index] = node
+        self.bus.emit(NodeReady(node=index, instance=info, pool=self.name))
+        self._scheduler.pump()
+        return node
+
+    async def _resize(self, desired: int) -> None:
+        current = sorted(self._instances)
+        if desired > len(current):
+            new = list(range(max(current, default=-1) + 1, max(current, default=-1) + 1 + desired - len(current)))
+            instances = await self._provider.provision(self.cluster, new)
+            for instance in instances:
+                self._instances[instance.node] = instance
+            await asyncio.gather(*(self._start_node(i.node, i, desired) for i in instances))
+        elif desired < len(current):
+            for index in current[desired:]:
+                node = self._scheduler.nodes.pop(index, None)
+                instance = self._instances.pop(index)
+                if node is not None:
+                    node.lost = True
+                    for task in list(node.inflight.values()):
+                        task.node = None
+                        self._scheduler.requeue(task)
+                    node.inflight.clear()
+                    await node.channel.close(self.options.shutdown_timeout)
+                await self._provider.terminate(self.cluster, [instance])
+            self._scheduler.pump()
+
+    async def _stop(self, reason: str) -> None:
+        self._closing = True
+        for task in self._scheduler.drain():
+            task.fail(PoolClosedError(f"{task.name}() was not run: {self.name} shut down ({reason or 'exit'})"))
+        nodes = list(self._scheduler.nodes.values())
+        for node in nodes:
+            for task in list(node.inflight.values()):
+                node.cancel(task.id)
+                task.fail(PoolClosedError(f"{task.name}() was interrupted: {self.name} shut down on node {node.index}"))
+        await asyncio.gather(*(n.channel.close(self.options.shutdown_timeout) for n in nodes), return_exceptions=True)
+        for node in nodes:
+            node.flush_logs()
+        self._scheduler.nodes.clear()
+        if self._provider is not None and self.cluster is not None:
+            instances = list(self._instances.values())
+            with contextlib.suppress(Exception):
+                await self._provider.terminate(self.cluster, instances)
+            for instance in instances:
+                self.bus.emit(InstanceDestroyed(node=instance.node, instance_id=instance.id, pool=self.name))
+            with contextlib.suppress(Exception):
+                await self._provider.teardown(self.cluster)
+        self._instances.clear()
+        self.bus.emit(ClusterDestroyed(reason=reason, pool=self.name))
+
+    # -- observability and signals -----------------------------------------------------------------------
+
+    def _setup_observability(self) -> None:
+        from skyward.console import Console
+        from skyward.logging import configure_logging
+
+        configure_logging(self.options.logging)
+        mode = self.options.console_mode
+        if mode != "silent":
+            Console(mode).attach(self.bus)
+
+    def _install_sigterm(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous not in (signal.SIG_DFL, None):
+            return
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            raise SystemExit(128 + signum)
+
+        self._previous_sigterm = previous
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+    def _restore_sigterm(self) -> None:
+        if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
+
+    def __repr__(self) -> str:
+        return f"<sky.Pool {self.name} {self._state} nodes={self.current_nodes()}>"
+
+
+def _describe(specs: tuple[Any, ...]) -> str:
+    parts = []
+    for spec in specs:
+        acc = f" {spec.accelerator}" if spec.accelerator is not None else ""
+        parts.append(f"{spec.provider_config().name}{acc} x{spec.nodes.desired}")
+    return " | ".join(parts)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return attrs.asdict(obj, recurse=False)

@@ -1,0 +1,164 @@
+"""A task as the client tracks it, from dispatch to result, and the iterator a generator task returns."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import queue
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from skyward.messages import RemoteFailure
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from skyward.client.node import NodeHandle
+
+_task_ids = itertools.count(1)
+_END = object()
+
+
+class TaskState:
+    """Everything the client needs to send, retry, time out and resolve one task."""
+
+    __slots__ = (
+        "id", "name", "fn_key", "fn_bytes", "parts", "target", "timeout", "generator", "window",
+        "inputs", "future", "stream", "node", "attempts", "timer", "started_at", "done",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        fn_key: bytes,
+        fn_bytes: bytes,
+        parts: list[Any],
+        task_id: int,
+        target: int | None,
+        timeout: float | None,
+        generator: bool,
+        window: int,
+        inputs: dict[int, Iterator[Any]],
+    ) -> None:
+        self.id = task_id
+        self.name = name
+        self.fn_key = fn_key
+        self.fn_bytes = fn_bytes
+        self.parts = parts
+        self.target = target
+        self.timeout = timeout
+        self.generator = generator
+        self.window = window
+        self.inputs = inputs
+        self.future: Future[Any] = Future()
+        self.stream: RemoteGenerator | None = None
+        self.node: NodeHandle | None = None
+        self.attempts = 0
+        self.timer: asyncio.TimerHandle | None = None
+        self.started_at = 0.0
+        self.done = False
+
+    @staticmethod
+    def next_id() -> int:
+        return next(_task_ids)
+
+    @property
+    def retryable(self) -> bool:
+        """Only a task that has not streamed anything yet can run again without duplicating effects."""
+        return not self.inputs and not (self.stream is not None and self.stream.received)
+
+    def resolve(self, value: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._cancel_timer()
+        if self.stream is not None:
+            self.stream.put(_END)
+        if not self.future.done():
+            self.future.set_result(value)
+
+    def fail(self, exc: BaseException) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._cancel_timer()
+        if self.stream is not None:
+            self.stream.put(_Raised(exc))
+        if not self.future.done():
+            self.future.set_exception(exc)
+
+    def fail_remote(self, failure: RemoteFailure, node: int | None) -> None:
+        self.fail(failure.rebuild(node))
+
+    def _cancel_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+class RemoteGenerator:
+    """What `gen() >> pool` returns: items as the worker yields them, with bounded buffering.
+
+    The worker may run at most `window` items ahead; every item read here returns a credit. Closing
+    the iterator (or breaking out of a `for` loop, which garbage-collects it) cancels the remote
+    generator.
+    """
+
+    def __init__(self, task: TaskState, grant, cancel) -> None:
+        self._task = task
+        self._grant = grant
+        self._cancel = cancel
+        self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._consumed = 0
+        self._finished = False
+        self.received = False
+
+    def put(self, item: Any) -> None:
+        self.received = True
+        self._items.put(item)
+
+    def __iter__(self) -> RemoteGenerator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._finished:
+            raise StopIteration
+        item = self._items.get()
+        if item is _END:
+            self._finished = True
+            raise StopIteration
+        if isinstance(item, _Raised):
+            self._finished = True
+            raise item.exc
+        self._consumed += 1
+        if self._consumed >= max(1, self._task.window // 2):
+            self._grant(self._consumed)
+            self._consumed = 0
+        return item
+
+    def close(self) -> None:
+        if not self._finished:
+            self._finished = True
+            self._cancel()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __enter__(self) -> RemoteGenerator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Raised:
+    """Marks an error in the item queue, so a yielded exception *object* stays an item."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc

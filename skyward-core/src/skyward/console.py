@@ -1,0 +1,252 @@
+"""The progress a person sees while a pool runs, rendered from the event bus.
+
+Four modes (`Options.console`): "rich" (a live spinner line for pool progress, milestones and remote
+output printed above it), "log" (plain append-only `HH:MM:SS LEVEL message` lines, for files, pipes
+and agents polling a file), "minimal" (milestones, failures and remote output only) and "silent".
+Remote `Log` lines are printed in every mode but "silent": a `print` inside a task must reach the
+client live. "rich" falls back to "log" when the stream is not a terminal, because cursor movement is
+unreadable once captured to a file.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Literal, TextIO
+
+import attrs
+
+from skyward import events as ev
+
+ConsoleMode = Literal["rich", "minimal", "log", "silent"]
+
+__all__ = ["Console", "ConsoleMode", "format_duration", "resolve_mode"]
+
+_LEVEL_STYLES = {"INFO": "", "WARN": "yellow", "ERROR": "bold red"}
+
+
+def resolve_mode(mode: ConsoleMode | bool, stream: TextIO) -> ConsoleMode:
+    """Turn `Options.console` into the mode actually used: True is "rich", False is "silent", and
+    "rich" becomes "log" when `stream` is not a TTY."""
+    if mode is True:
+        mode = "rich"
+    elif mode is False:
+        mode = "silent"
+    if mode not in ("rich", "minimal", "log", "silent"):
+        raise ValueError(f"console mode {mode!r} is not one of 'rich', 'minimal', 'log', 'silent'")
+    if mode == "rich" and not _isatty(stream):
+        return "log"
+    return mode
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or file-like objects without isatty
+        return False
+
+
+def format_duration(seconds: float) -> str:
+    """`4.2s`, `3m 07s`, `1h 02m`: short enough for a status line, precise where it matters."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+@attrs.frozen
+class _Line:
+    """One rendered message: its level, its text, and whether "minimal" shows it."""
+
+    level: str
+    text: str
+    milestone: bool = False
+    remote: bool = False
+
+
+class Console:
+    """Renders pool events for a person; attach it to the pool's `EventBus`.
+
+    Handlers run in the pool's event-loop thread; a lock keeps lines whole when several threads emit.
+    """
+
+    def __init__(self, mode: ConsoleMode | bool = "rich", stream: TextIO | None = None) -> None:
+        self._stream: TextIO = stream if stream is not None else sys.stderr
+        self.mode: ConsoleMode = resolve_mode(mode, self._stream)
+        self._lock = threading.RLock()
+        self._total = 0
+        self._requested_at: float | None = None
+        self._provisioned: set[int] = set()
+        self._bootstrapped: set[int] = set()
+        self._ready: set[int] = set()
+        self._phase: dict[int, str] = {}
+        self._running_tasks = 0
+        self._pool_ready = False
+        self._shutting_down = False
+        self._rich = None
+        self._status = None
+        if self.mode == "rich":
+            from rich.console import Console as RichConsole
+
+            self._rich = RichConsole(file=self._stream, highlight=False, soft_wrap=True)
+
+    def attach(self, bus: ev.EventBus) -> Callable[[], None]:
+        """Subscribe to every event on `bus`; returns the unsubscribe function."""
+        return bus.on(ev.Event, self.handle)
+
+    def close(self) -> None:
+        """Stop the live status line (rich mode); safe to call more than once."""
+        with self._lock:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+
+    def handle(self, event: ev.Event) -> None:
+        """Update progress counters from `event` and print what it means in this mode."""
+        if self.mode == "silent":
+            return
+        with self._lock:
+            line = self._describe(event)
+            if self.mode == "rich":
+                self._refresh_status()  # first, so the line printed above it shows the new counts
+            if line is not None:
+                self._write(line, event.time)
+
+    # --- what each event means -------------------------------------------------------------------
+
+    def _count(self, done: set[int]) -> str:
+        total = max(self._total, len(done))
+        return f"{len(done)}/{total}" if total else str(len(done))
+
+    def _describe(self, event: ev.Event) -> _Line | None:
+        match event:
+            case ev.Log(node=node, line=line):
+                return _Line("INFO", f"[node {node}] {line}", milestone=True, remote=True)
+            case ev.ClusterRequested(nodes=nodes, spec_summary=summary):
+                self._total, self._requested_at = nodes, event.time
+                name = f"pool {event.pool}" if event.pool else "pool"
+                what = f" ({summary})" if summary else ""
+                return _Line("INFO", f"{name} requested: {nodes} node(s){what}", milestone=True)
+            case ev.InstanceLaunched(node=node, instance_id=iid):
+                return _Line("INFO", f"node {node}: launched {iid}")
+            case ev.InstanceRunning(node=node, ip=ip):
+                return _Line("INFO", f"node {node}: running at {ip}")
+            case ev.InstanceProvisioned(node=node):
+                self._provisioned.add(node)
+                return _Line("INFO", f"provisioned {self._count(self._provisioned)} node(s)")
+            case ev.ClusterProvisioned(nodes=nodes):
+                return _Line("INFO", f"all {nodes} node(s) provisioned")
+            case ev.BootstrapPhase(node=node, phase=phase, event="started"):
+                self._phase[node] = phase
+                return _Line("INFO", f"node {node}: bootstrap {phase}...")
+            case ev.BootstrapPhase(node=node, phase=phase, event="completed", seconds=secs):
+                return _Line("INFO", f"node {node}: bootstrap {phase} done in {format_duration(secs)}")
+            case ev.BootstrapPhase(node=node, phase=phase):
+                return _Line("ERROR", f"node {node}: bootstrap {phase} failed", milestone=True)
+            case ev.BootstrapCommand(node=node, command=command):
+                return _Line("INFO", f"node {node}: $ {command}") if self.mode == "log" else None
+            case ev.BootstrapConsole(node=node, line=line):
+                return _Line("INFO", f"[node {node} bootstrap] {line}") if self.mode == "log" else None
+            case ev.BootstrapError(node=node, phase=phase, output_tail=tail):
+                detail = "".join(f"\n    {t}" for t in tail.splitlines())
+                return _Line("ERROR", f"node {node}: bootstrap failed in {phase}{detail}", milestone=True)
+            case ev.InstanceBootstrapped(node=node):
+                self._bootstrapped.add(node)
+                self._phase.pop(node, None)
+                return _Line("INFO", f"bootstrapped {self._count(self._bootstrapped)} node(s)")
+            case ev.NodeReady(node=node):
+                self._ready.add(node)
+                return _Line("INFO", f"ready {self._count(self._ready)} node(s)")
+            case ev.ClusterReady(nodes=nodes, seconds=secs):
+                self._pool_ready = True
+                text = f"pool ready: {nodes} node(s) in {format_duration(secs)}"
+                return _Line("INFO", text, milestone=True)
+            case ev.InstancePreempted(node=node, reason=reason):
+                return _Line("WARN", f"node {node}: preempted{_suffix(reason)}", milestone=True)
+            case ev.InstanceReplaced(node=node, old_id=old, new_id=new):
+                return _Line("WARN", f"node {node}: replaced {old} with {new}", milestone=True)
+            case ev.NodeLost(node=node, reason=reason):
+                self._ready.discard(node)
+                return _Line("WARN", f"node {node}: lost{_suffix(reason)}", milestone=True)
+            case ev.InstanceDestroyed(node=node, instance_id=iid):
+                return _Line("INFO", f"node {node}: destroyed {iid}")
+            case ev.TaskStarted(task_id=tid, name=name, node=node):
+                self._running_tasks += 1
+                text = f"task {name}#{tid} started on node {node}"
+                return _Line("INFO", text) if self.mode == "log" else None
+            case ev.TaskCompleted(task_id=tid, name=name, node=node, success=ok, duration=d, error=err):
+                self._running_tasks = max(0, self._running_tasks - 1)
+                if ok:
+                    text = f"task {name}#{tid} done on node {node} in {format_duration(d)}"
+                    return _Line("INFO", text) if self.mode == "log" else None
+                text = f"task {name}#{tid} failed on node {node} after {format_duration(d)}{_suffix(err)}"
+                return _Line("ERROR", text, milestone=True)
+            case ev.TaskRetried(task_id=tid, name=name, node=node, attempt=n, reason=reason):
+                return _Line("WARN", f"task {name}#{tid} retry {n} on node {node}{_suffix(reason)}")
+            case ev.Error(message=message, fatal=fatal, node=node):
+                where = f"node {node}: " if node is not None else ""
+                return _Line("ERROR", f"{where}{'fatal: ' if fatal else ''}{message}", milestone=True)
+            case ev.ShutdownRequested(reason=reason):
+                self._shutting_down = True
+                return _Line("INFO", f"shutting down{_suffix(reason)}")
+            case ev.ClusterDestroyed(seconds=secs, cost=cost):
+                self._shutting_down = self._pool_ready = False
+                if not secs and self._requested_at is not None:
+                    secs = event.time - self._requested_at
+                self._requested_at = None
+                spent = f", ~${cost:.2f}" if cost else ""
+                return _Line("INFO", f"pool destroyed after {format_duration(secs)}{spent}", milestone=True)
+        return None
+
+    # --- output ----------------------------------------------------------------------------------
+
+    def _write(self, line: _Line, when: float) -> None:
+        if self.mode == "minimal" and not line.milestone:
+            return
+        if self._rich is not None:
+            from rich.text import Text
+
+            style = "dim" if line.remote else _LEVEL_STYLES.get(line.level, "")
+            self._rich.print(Text(line.text, style=style))
+            return
+        if self.mode == "log":
+            stamp = time.strftime("%H:%M:%S", time.localtime(when))
+            text = f"{stamp} {line.level:<5} {line.text}"
+        else:
+            text = line.text
+        self._stream.write(text + "\n")
+        self._stream.flush()  # append-only output is polled by people and agents while the pool runs
+
+    def _refresh_status(self) -> None:
+        """Show a spinner while something is in progress, with counts; stop it when nothing is."""
+        text = self._status_text()
+        if text is None:
+            self.close()
+        elif self._status is None:
+            assert self._rich is not None
+            self._status = self._rich.status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def _status_text(self) -> str | None:
+        if self._shutting_down:
+            return "shutting down..."
+        if self._requested_at is not None and not self._pool_ready:
+            parts = [f"provisioned {self._count(self._provisioned)}",
+                     f"bootstrapped {self._count(self._bootstrapped)}",
+                     f"ready {self._count(self._ready)}"]
+            phases = ", ".join(f"node {n}: {p}" for n, p in sorted(self._phase.items()))
+            return "pool: " + ", ".join(parts) + (f" ({phases})" if phases else "")
+        if self._running_tasks:
+            return f"{self._running_tasks} task(s) running"
+        return None
+
+
+def _suffix(reason: str) -> str:
+    return f": {reason}" if reason else ""

@@ -1,0 +1,55 @@
+"""Skyward's exceptions. Each one says what happened, to what, and what to do next."""
+
+from __future__ import annotations
+
+
+class SkywardError(Exception):
+    """Base class for every error Skyward raises itself."""
+
+
+class ConfigurationError(SkywardError, ValueError):
+    """A spec, option or image is invalid; raised at construction, before anything is provisioned."""
+
+
+class NoActivePoolError(SkywardError, RuntimeError):
+    """`>> sky` (or a runtime helper) was used outside a `with sky.Compute(...)` block."""
+
+
+class SerializationError(SkywardError, TypeError):
+    """A function, argument, closure or return value could not be pickled."""
+
+
+class RemoteError(SkywardError):
+    """A remote exception that could not be rebuilt on the client with its own type.
+
+    Carries the remote type name, message and traceback text so nothing is lost.
+    """
+
+    def __init__(self, type_name: str, message: str, traceback: str = "") -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+        self.traceback = traceback
+
+    def __reduce__(self):  # keep the three fields through pickling
+        return (type(self), (self.type_name, self.message, self.traceback))
+
+
+class NodeLostError(SkywardError, RuntimeError):
+    """A node died (or its connection could not be restored) and a task ran out of retries."""
+
+
+class PoolClosedError(SkywardError, RuntimeError):
+    """A task was dispatched to a pool that is not running."""
+
+
+class MissingPackageError(SkywardError, ImportError):
+    """A public name needs a distribution that is not installed; the message names the pip command."""
+
+
+class PluginError(SkywardError):
+    """A plugin failed to load or a hook raised; names the plugin and its distribution."""
+
+
+class BootstrapFailed(SkywardError):
+    """A bootstrap phase failed on a node."""

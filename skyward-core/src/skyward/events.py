@@ -1,0 +1,438 @@
+"""What a pool is doing, as a stream of frozen records, and the bus that carries them.
+
+The pool's event loop runs in a background thread; it describes every step (provisioning, bootstrap,
+tasks, remote output, metrics) as an `Event` and hands it to an `EventBus`. The console, the user's
+`on_event=` callback and anything else that wants to watch subscribe to the bus. Events are plain
+`attrs` records so they can be matched structurally::
+
+    match event:
+        case sky.Log(line=line): ...
+        case sky.TaskCompleted(success=True, duration=d): ...
+        case sky.BootstrapPhase(phase=p, event="completed"): ...
+
+All fields are keyword-only, so use keyword patterns (positional patterns match nothing useful).
+
+Naming note: the bootstrap-failure *event* is `BootstrapError`, because `skyward.errors.BootstrapFailed`
+is the *exception* raised to the caller; having both under one name on `sky` would be ambiguous.
+"""
+
+from __future__ import annotations
+
+import threading
+import time as _time
+from collections.abc import Callable, Iterable
+from typing import Literal, TypeVar
+
+import attrs
+import structlog
+
+from skyward.instance import InstanceInfo  # at runtime, so typing.get_type_hints and cattrs resolve events
+
+__all__ = [
+    "BootstrapCommand",
+    "BootstrapConsole",
+    "BootstrapError",
+    "BootstrapPhase",
+    "BootstrapRequested",
+    "ClusterDestroyed",
+    "ClusterProvisioned",
+    "ClusterReady",
+    "ClusterRequested",
+    "Error",
+    "Event",
+    "EventBus",
+    "InstanceBootstrapped",
+    "InstanceDestroyed",
+    "InstanceLaunched",
+    "InstancePreempted",
+    "InstanceProvisioned",
+    "InstanceReplaced",
+    "InstanceRequested",
+    "InstanceRunning",
+    "Log",
+    "Metric",
+    "NodeLost",
+    "NodeReady",
+    "ShutdownRequested",
+    "TaskCompleted",
+    "TaskRetried",
+    "TaskStarted",
+    "mask_secrets",
+    "redact",
+]
+
+Stream = Literal["stdout", "stderr"]
+PhaseEvent = Literal["started", "completed", "failed"]
+MASK = "***"
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """Base of every event: which pool it came from and when (epoch seconds, client clock)."""
+
+    pool: str = ""
+    time: float = attrs.field(factory=_time.time)
+
+
+# --- requests (commands) ------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ClusterRequested(Event):
+    """The user entered `with sky.Compute(...)`; `spec_summary` describes what was asked, in one line."""
+
+    spec_summary: str = ""
+    nodes: int
+
+
+@attrs.frozen(kw_only=True)
+class InstanceRequested(Event):
+    """A node slot needs a machine (initial start, replacement or scale-up)."""
+
+    node: int
+
+
+@attrs.frozen(kw_only=True)
+class ShutdownRequested(Event):
+    """The pool is being torn down (block exit, Ctrl-C, SIGTERM, fatal error)."""
+
+    reason: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class BootstrapRequested(Event):
+    """A running instance is about to be bootstrapped (environment, packages, worker)."""
+
+    node: int
+
+
+# --- cluster lifecycle --------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ClusterProvisioned(Event):
+    """Every requested machine exists; bootstrap may still be running."""
+
+    nodes: int
+
+
+@attrs.frozen(kw_only=True)
+class ClusterReady(Event):
+    """Enough nodes are ready for the `with` body to run; `seconds` since the request."""
+
+    nodes: int
+    seconds: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
+class ClusterDestroyed(Event):
+    """Every machine is gone. `seconds` is the pool's whole lifetime, `cost` the estimated spend in USD."""
+
+    reason: str = ""
+    seconds: float = 0.0
+    cost: float = 0.0
+
+
+# --- instance pipeline --------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class InstanceLaunched(Event):
+    """The provider accepted the launch; the machine is not running yet."""
+
+    node: int
+    instance_id: str
+
+
+@attrs.frozen(kw_only=True)
+class InstanceRunning(Event):
+    """The machine is up and reachable at `ip`; bootstrap can start."""
+
+    node: int
+    instance_id: str
+    ip: str
+
+
+@attrs.frozen(kw_only=True)
+class InstanceProvisioned(Event):
+    """The machine for `node` exists and is described by `instance`."""
+
+    node: int
+    instance_id: str
+    instance: InstanceInfo | None = None
+
+
+@attrs.frozen(kw_only=True)
+class InstanceBootstrapped(Event):
+    """Bootstrap finished on `node`; the worker is starting."""
+
+    node: int
+    instance: InstanceInfo | None = None
+
+
+@attrs.frozen(kw_only=True)
+class InstancePreempted(Event):
+    """The provider took a spot machine back; tasks on it will be retried elsewhere."""
+
+    node: int
+    reason: str = ""
+    instance_id: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class InstanceReplaced(Event):
+    """A lost machine was replaced by a new one in the same node slot."""
+
+    node: int
+    old_id: str
+    new_id: str
+
+
+@attrs.frozen(kw_only=True)
+class InstanceDestroyed(Event):
+    """The machine was terminated."""
+
+    node: int
+    instance_id: str
+
+
+# --- nodes --------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class NodeReady(Event):
+    """The worker on `node` answered the handshake and accepts tasks."""
+
+    node: int
+    instance: InstanceInfo | None = None
+
+
+@attrs.frozen(kw_only=True)
+class NodeLost(Event):
+    """The connection to `node` is gone and could not be restored."""
+
+    node: int
+    reason: str = ""
+
+
+# --- execution ----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class TaskStarted(Event):
+    """A task was handed to the worker on `node`."""
+
+    task_id: int
+    name: str
+    node: int
+
+
+@attrs.frozen(kw_only=True)
+class TaskCompleted(Event):
+    """A task finished; `error` is the one-line remote error when `success` is False."""
+
+    task_id: int
+    name: str
+    node: int
+    success: bool
+    duration: float
+    error: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class TaskRetried(Event):
+    """A task is being run again (its node was lost or preempted); `attempt` counts from 1."""
+
+    task_id: int
+    name: str
+    node: int
+    attempt: int
+    reason: str = ""
+
+
+# --- bootstrap streaming ------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class BootstrapConsole(Event):
+    """One line of bootstrap output on `node`."""
+
+    node: int
+    line: str
+    stream: Stream = "stdout"
+
+
+@attrs.frozen(kw_only=True)
+class BootstrapPhase(Event):
+    """A bootstrap phase on `node` `started`, `completed` (after `seconds`) or `failed`."""
+
+    node: int
+    phase: str
+    event: PhaseEvent
+    seconds: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
+class BootstrapCommand(Event):
+    """A shell command bootstrap is about to run on `node` (secrets already masked)."""
+
+    node: int
+    command: str
+
+
+@attrs.frozen(kw_only=True)
+class BootstrapError(Event):
+    """Bootstrap failed on `node`: the phase, the command and the last lines of its output.
+
+    The docs call this event `BootstrapFailed`; that name belongs to the exception
+    `skyward.errors.BootstrapFailed`, raised to the caller for the same failure.
+    """
+
+    node: int
+    phase: str
+    command: str = ""
+    output_tail: str = ""
+
+
+# --- observability ------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Log(Event):
+    """A line a task printed on `node`, forwarded live so remote prints reach the client as they happen."""
+
+    instance: InstanceInfo | None = None
+    node: int
+    line: str
+    stream: Stream = "stdout"
+
+
+@attrs.frozen(kw_only=True)
+class Metric(Event):
+    """One telemetry sample (`gpu_utilization`, `cpu`, ...) collected on `node`."""
+
+    instance: InstanceInfo | None = None
+    node: int
+    name: str
+    value: float
+    unit: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Error(Event):
+    """Something went wrong; `fatal` means the pool is shutting down because of it."""
+
+    message: str
+    fatal: bool = False
+    node: int | None = None
+
+
+# --- secrets ------------------------------------------------------------------------------------
+
+
+def mask_secrets(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of each secret in `text` with `***`.
+
+    Longest secrets go first so a secret containing another is masked whole. Empty strings are
+    ignored: masking "" would mangle every line.
+    """
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+E = TypeVar("E", bound=Event)
+
+
+def redact(event: E, secrets: Iterable[str]) -> E:
+    """Return `event` with every string field that contains a secret masked (the same object if none does).
+
+    Events end up in consoles, log files and user callbacks, so a token that slipped into a
+    bootstrap command or a remote print must be masked before the event is emitted.
+    """
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        return event
+    changes: dict[str, str] = {}
+    for field in attrs.fields(type(event)):
+        value = getattr(event, field.name)
+        if isinstance(value, str):
+            masked = mask_secrets(value, secrets)
+            if masked != value:
+                changes[field.name] = masked
+    return attrs.evolve(event, **changes) if changes else event
+
+
+# --- the bus ------------------------------------------------------------------------------------
+
+
+@attrs.define
+class _Subscription:
+    event_type: type[Event]
+    handler: Callable[[Event], None]
+
+
+@attrs.define
+class EventBus:
+    """Delivers events to subscribers, synchronously, in the thread that emits them.
+
+    Handlers run in registration order. A handler that raises is logged with its name and skipped:
+    one broken callback must not stop the console, the other handlers, or the pool's event loop.
+    Subscribing and unsubscribing are safe from any thread, including from inside a handler.
+    Secrets added with `add_secret` are masked out of every event before any handler sees it.
+    """
+
+    _subscriptions: list[_Subscription] = attrs.field(factory=list, init=False)
+    _secrets: set[str] = attrs.field(factory=set, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def on(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
+        """Call `handler` for every emitted event that is an instance of `event_type`.
+
+        `on(Event, handler)` receives everything (this is what `on_event=` becomes). Returns a
+        function that unsubscribes this registration; calling it twice is harmless.
+        """
+        subscription = _Subscription(event_type, handler)  # type: ignore[arg-type]
+        with self._lock:
+            self._subscriptions.append(subscription)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                # Identity, not equality: the same handler may be registered twice.
+                self._subscriptions = [s for s in self._subscriptions if s is not subscription]
+
+        return unsubscribe
+
+    def add_secret(self, value: str) -> None:
+        """Mask `value` out of every event emitted from now on (credentials, tokens, keys)."""
+        if value:
+            with self._lock:
+                self._secrets.add(value)
+
+    def emit(self, event: Event) -> None:
+        """Deliver `event` to every matching handler; never raises because of a handler."""
+        with self._lock:
+            subscriptions = list(self._subscriptions)
+            secrets = list(self._secrets)
+        event = redact(event, secrets)
+        for subscription in subscriptions:
+            if not isinstance(event, subscription.event_type):
+                continue
+            try:
+                subscription.handler(event)
+            except Exception:
+                structlog.get_logger().exception(
+                    "skyward.event_handler_failed",
+                    handler=_handler_name(subscription.handler),
+                    event_type=type(event).__name__,
+                )
+
+
+def _handler_name(handler: Callable[..., object]) -> str:
+    """A readable name for a callback: module-qualified function or method name, else its repr."""
+    name = getattr(handler, "__qualname__", None)
+    module = getattr(handler, "__module__", None)
+    if name is None:
+        return repr(handler)
+    return f"{module}.{name}" if module else name

@@ -1,0 +1,213 @@
+"""`@sky.function`, the lazy `PendingFunction`, groups, `gather`, and the dispatch operators.
+
+Calling a decorated function runs nothing: it snapshots `(fn, args, kwargs, timeout)`. An operator
+chooses the placement: `>>` one node, `@` every node, `>` a Future, `&` / `gather` a parallel
+group. The right-hand side is a pool or the `sky` module (the active pool of this context).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar, overload
+
+import attrs
+
+from skyward.errors import ConfigurationError, NoActivePoolError
+
+R = TypeVar("R")
+
+
+def _check_timeout(timeout: float | None) -> float | None:
+    if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
+        raise ConfigurationError(f"timeout={timeout!r}: a timeout is a positive number of seconds (or None)")
+    return timeout
+
+
+def is_generator_function(fn: Callable[..., Any]) -> bool:
+    return inspect.isgeneratorfunction(inspect.unwrap(fn))
+
+
+@attrs.frozen(eq=False)
+class PendingFunction(Generic[R]):
+    """A frozen snapshot of one call: nothing runs until an operator dispatches it."""
+
+    fn: Callable[..., R]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = attrs.field(factory=dict)
+    timeout: float | None = attrs.field(default=None, converter=_check_timeout)
+
+    @property
+    def name(self) -> str:
+        return getattr(self.fn, "__name__", type(self.fn).__name__)
+
+    @property
+    def is_generator(self) -> bool:
+        return is_generator_function(self.fn)
+
+    def with_timeout(self, seconds: float) -> PendingFunction[R]:
+        """The same call with a per-call timeout (seconds), e.g. `train(d).with_timeout(600) >> pool`."""
+        return attrs.evolve(self, timeout=seconds)
+
+    def local(self) -> R:
+        """Run the snapshot here, in this process."""
+        return self.fn(*self.args, **self.kwargs)
+
+    def __rshift__(self, target: Any) -> R:
+        return resolve_pool(target).run(self)
+
+    def __matmul__(self, target: Any) -> list[R]:
+        return resolve_pool(target).broadcast(self)
+
+    def __gt__(self, target: Any) -> Future[R]:
+        return resolve_pool(target).run_async(self)
+
+    def __and__(self, other: PendingFunction[Any] | PendingFunctionGroup) -> PendingFunctionGroup:
+        return PendingFunctionGroup((self,)) & other
+
+    def __repr__(self) -> str:
+        return f"PendingFunction({self.name}, args={len(self.args)}, kwargs={sorted(self.kwargs)})"
+
+
+@attrs.frozen
+class PendingFunctionGroup:
+    """Pendings that run in parallel: `>>` returns a tuple (or a generator with `stream=True`)."""
+
+    items: tuple[PendingFunction[Any], ...]
+    stream: bool = False
+    ordered: bool = True
+
+    def __and__(self, other: PendingFunction[Any] | PendingFunctionGroup) -> PendingFunctionGroup:
+        if isinstance(other, PendingFunctionGroup):
+            return attrs.evolve(self, items=(*self.items, *other.items))
+        if isinstance(other, PendingFunction):
+            return attrs.evolve(self, items=(*self.items, other))
+        raise TypeError(f"& combines pending calls, not {type(other).__name__}: call the @sky.function first")
+
+    def __rshift__(self, target: Any) -> Any:
+        return resolve_pool(target).run_parallel(self)
+
+    def __matmul__(self, target: Any) -> Any:
+        raise TypeError("A group runs with >> (each call once, in parallel); broadcast one call with @")
+
+    def __gt__(self, target: Any) -> Any:
+        raise TypeError("A group runs with >>; for futures dispatch each call with > separately")
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def gather(*pendings: PendingFunction[Any], stream: bool = False, ordered: bool = True) -> PendingFunctionGroup:
+    """Group any number of pending calls; `stream=True` yields results as they arrive."""
+    for p in pendings:
+        if not isinstance(p, PendingFunction):
+            raise TypeError(f"gather() takes pending calls (f(x) of a @sky.function), got {type(p).__name__}")
+    return PendingFunctionGroup(tuple(pendings), stream=stream, ordered=ordered)
+
+
+class RemoteFunction(Generic[R]):
+    """What `@sky.function` returns: calling it builds a `PendingFunction`."""
+
+    def __init__(self, fn: Callable[..., R], timeout: float | None = None) -> None:
+        self.fn = fn
+        self.timeout = _check_timeout(timeout)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> PendingFunction[R]:
+        return PendingFunction(self.fn, args, kwargs, self.timeout)
+
+    def local(self, *args: Any, **kwargs: Any) -> R:
+        """Run the original function here."""
+        return self.fn(*args, **kwargs)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __repr__(self) -> str:
+        return f"<sky.function {getattr(self.fn, '__qualname__', self.fn)}>"
+
+
+@overload
+def function(fn: Callable[..., R], *, timeout: float | None = None) -> RemoteFunction[R]: ...
+@overload
+def function(fn: None = None, *, timeout: float | None = None) -> Callable[[Callable[..., R]], RemoteFunction[R]]: ...
+def function(fn: Callable[..., R] | None = None, *, timeout: float | None = None) -> Any:
+    """Mark a function for remote execution: bare `@sky.function` or `@sky.function(timeout=...)`."""
+    if fn is None:
+        return lambda f: RemoteFunction(f, timeout)
+    if isinstance(fn, RemoteFunction):
+        return RemoteFunction(fn.fn, timeout if timeout is not None else fn.timeout)
+    if not callable(fn):
+        raise TypeError(f"@sky.function decorates a function, not {type(fn).__name__}")
+    return RemoteFunction(fn, timeout)
+
+
+def unwrap_function(fn: Any) -> Callable[..., Any]:
+    return fn.fn if isinstance(fn, RemoteFunction) else fn
+
+
+# -- resolving the right-hand side of an operator -----------------------------------------------------
+
+
+def resolve_pool(target: Any) -> Any:
+    """A pool object, or the `sky` module standing for the active pool."""
+    if hasattr(target, "run") and hasattr(target, "broadcast") and hasattr(target, "run_parallel"):
+        return target
+    if inspect.ismodule(target) and target.__name__.split(".")[0] == "skyward":
+        from skyward.client.active import current_pool
+
+        pool = current_pool()
+        if pool is None:
+            raise NoActivePoolError(
+                "`>> sky` needs an active pool: run it inside `with sky.Compute(...) as pool:` "
+                "(or a function decorated with @sky.pool), or dispatch to a pool object with `>> pool`."
+            )
+        return pool
+    raise TypeError(
+        f"Cannot dispatch to {type(target).__name__}: the right-hand side of >>, @ and > is a pool "
+        "(from `with sky.Compute(...) as pool`) or the `sky` module inside an active pool."
+    )
+
+
+def stream_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> set[str | int]:
+    """Which arguments travel as lazy streams: iterator values and `Iterator[...]`-annotated parameters."""
+    marked: set[str | int] = set()
+    for i, value in enumerate(args):
+        if _is_stream_value(value):
+            marked.add(i)
+    for key, value in kwargs.items():
+        if _is_stream_value(value):
+            marked.add(key)
+    annotated = _iterator_parameters(inspect.unwrap(fn))
+    if annotated:
+        try:
+            bound = inspect.signature(inspect.unwrap(fn)).bind_partial(*args, **kwargs)
+        except TypeError:
+            return marked
+        positions = {name: i for i, name in enumerate(bound.arguments)}
+        for name in annotated:
+            if name in bound.arguments:
+                marked.add(positions[name] if positions[name] < len(args) else name)
+    return marked
+
+
+def _is_stream_value(value: Any) -> bool:
+    return isinstance(value, Iterator) and not isinstance(value, str | bytes)
+
+
+@functools.lru_cache(maxsize=512)
+def _iterator_parameters(fn: Callable[..., Any]) -> frozenset[str]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    names = set()
+    for param in params:
+        text = param.annotation if isinstance(param.annotation, str) else repr(param.annotation)
+        if "Iterator[" in text or text in ("Iterator", "typing.Iterator", "collections.abc.Iterator"):
+            names.add(param.name)
+    return frozenset(names)

@@ -1,0 +1,306 @@
+"""Skyward's own logs: structlog routed into a rotating file, with secrets masked.
+
+`configure_logging(Options.logging)` is called by the pool when it starts. It configures structlog
+once per process to hand records to the stdlib logger named after the calling module
+(`skyward.pool`, `skyward.events`, ...), and attaches a rotating file handler to the `skyward`
+logger, so Skyward's logs go to `~/.skyward/logs/skyward.log` (under `$SKYWARD_HOME` when set)
+and not to the application's root logger. If the application configured structlog itself, that
+configuration is left alone and only the file handler is attached.
+
+Modules log with `structlog.get_logger().info("skyward.node_ready", node=1)` inside functions, never
+through a logger bound at module scope: cloudpickle ships functions to workers and a cached bound
+logger does not pickle. For the same reason `cache_logger_on_first_use` stays off.
+
+Credentials registered with `register_secret` are masked as `***` in every line, whatever logged it.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import re
+import threading
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+import structlog
+
+from skyward.errors import ConfigurationError
+from skyward.events import mask_secrets
+
+if TYPE_CHECKING:
+    from skyward.options import LogConfig
+
+__all__ = [
+    "DEFAULT_LOG_FILE",
+    "configure_logging",
+    "mask_secrets_processor",
+    "register_secret",
+    "reset_logging",
+    "skyward_home",
+]
+
+DEFAULT_LOG_FILE = "~/.skyward/logs/skyward.log"
+TRACE = 5
+MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary words and numbers all over the log
+
+# Binary multiples, as `LogConfig.rotation_bytes` computes them ("50 MB" is 50 * 1024**2 bytes).
+_SIZE_UNITS = {"b": 1, "kb": 2**10, "mb": 2**20, "gb": 2**30, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+_TIME_UNITS = {  # unit -> (TimedRotatingFileHandler `when`, multiplier)
+    "s": ("S", 1), "sec": ("S", 1), "second": ("S", 1),
+    "m": ("M", 1), "min": ("M", 1), "minute": ("M", 1),
+    "h": ("H", 1), "hour": ("H", 1),
+    "d": ("D", 1), "day": ("D", 1),
+    "w": ("D", 7), "week": ("D", 7),
+}
+_ROTATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
+
+
+class LogSettings(Protocol):
+    """What `configure_logging` reads: `skyward.options.LogConfig` or anything shaped like it."""
+
+    level: str
+    file: str
+    console: bool
+    rotation: str
+    retention: int
+
+
+@attrs.frozen
+class _Defaults:
+    """`LogConfig()`'s defaults, used for `logging=True` when `skyward.options` is not importable."""
+
+    level: str = "INFO"
+    file: str = DEFAULT_LOG_FILE
+    console: bool = True
+    rotation: str = "50 MB"
+    retention: int = 10
+
+
+@attrs.define
+class _State:
+    """What this module changed, so a second call can replace it and `reset_logging` can undo it."""
+
+    key: tuple[Any, ...] | None = None
+    handlers: list[logging.Handler] = attrs.field(factory=list)
+    structlog_ours: bool = False
+    secrets: set[str] = attrs.field(factory=set)
+    lock: threading.RLock = attrs.field(factory=threading.RLock)
+
+
+_state = _State()
+
+
+def skyward_home() -> Path:
+    """Skyward's per-user directory: `$SKYWARD_HOME`, else `~/.skyward`."""
+    return Path(os.environ.get("SKYWARD_HOME") or "~/.skyward").expanduser()
+
+
+def log_path(file: str) -> Path:
+    """Where `file` points; the `~/.skyward/` prefix follows `$SKYWARD_HOME`."""
+    prefix = "~/.skyward/"
+    if file.startswith(prefix):
+        return skyward_home() / file[len(prefix):]
+    return Path(file).expanduser()
+
+
+def register_secret(value: str) -> None:
+    """Mask `value` as `***` in every log line from now on (API keys, tokens, passwords)."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        with _state.lock:
+            _state.secrets.add(value)
+
+
+def _mask(text: str) -> str:
+    secrets = _state.secrets
+    return mask_secrets(text, list(secrets)) if secrets else text
+
+
+def mask_secrets_processor(
+    logger: Any, method_name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """structlog processor: mask registered secrets in every value (non-strings through their repr)."""
+    if not _state.secrets:
+        return event_dict
+    for key, value in list(event_dict.items()):
+        if isinstance(value, str):
+            event_dict[key] = _mask(value)
+        elif value is not None and not isinstance(value, (bool, int, float)):
+            text = repr(value)
+            masked = _mask(text)
+            if masked != text:
+                event_dict[key] = masked
+    return event_dict
+
+
+def _mask_rendered(logger: Any, method_name: str, rendered: Any) -> Any:
+    """Last formatter step: mask the finished line, which also covers tracebacks and stdlib records."""
+    return _mask(rendered) if isinstance(rendered, str) else rendered
+
+
+def parse_level(level: str) -> int:
+    """`"DEBUG"`, `"info"`, `"WARN"`, `"TRACE"`... -> a stdlib level number."""
+    name = str(level).strip().upper()
+    if name == "TRACE":
+        return TRACE
+    if name == "WARN":
+        name = "WARNING"
+    number = logging.getLevelName(name)
+    if not isinstance(number, int):
+        raise ConfigurationError(
+            f"log level {level!r} is not one of TRACE, DEBUG, INFO, WARNING, ERROR, CRITICAL"
+        )
+    return number
+
+
+def build_file_handler(path: Path, rotation: str, retention: int) -> logging.Handler:
+    """A rotating handler for `path`: by size ("50 MB", "1 GiB") or by time ("1 day", "12 hours").
+
+    `retention` is how many rotated files are kept beside the live one.
+    """
+    match = _ROTATION.match(str(rotation))
+    if match is None:
+        raise ConfigurationError(
+            f"log rotation {rotation!r} is neither a size like '50 MB' nor a time like '1 day'"
+        )
+    amount, unit = float(match.group(1)), match.group(2).lower()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if unit in _SIZE_UNITS:
+        return logging.handlers.RotatingFileHandler(
+            path, maxBytes=int(amount * _SIZE_UNITS[unit]), backupCount=retention, encoding="utf-8"
+        )
+    singular = unit[:-1] if unit.endswith("s") and unit[:-1] in _TIME_UNITS else unit
+    if singular in _TIME_UNITS:
+        when, multiplier = _TIME_UNITS[singular]
+        return logging.handlers.TimedRotatingFileHandler(
+            path, when=when, interval=max(1, int(amount * multiplier)), backupCount=retention,
+            encoding="utf-8",
+        )
+    raise ConfigurationError(
+        f"log rotation {rotation!r}: unknown unit {unit!r}; "
+        "use B/KB/MB/GB or seconds/minutes/hours/days/weeks"
+    )
+
+
+def _formatter() -> logging.Formatter:
+    """Plain `timestamp [level] logger event key=value` lines, readable with `tail` and `grep`."""
+    shared = [
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso"),
+    ]
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            mask_secrets_processor,
+            structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback),
+            _mask_rendered,
+        ],
+    )
+
+
+def _configure_structlog() -> None:
+    """Route structlog into stdlib logging, unless the application already configured structlog."""
+    if _state.structlog_ours or structlog.is_configured():
+        return
+    logging.addLevelName(TRACE, "TRACE")
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.filter_by_level,
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.StackInfoRenderer(),
+            mask_secrets_processor,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,  # cached loggers do not pickle, and functions travel by cloudpickle
+    )
+    _state.structlog_ours = True
+
+
+def _settings(config: LogSettings | LogConfig | bool) -> LogSettings | None:
+    if config is False or config is None:
+        return None
+    if config is True:
+        try:
+            from skyward.options import LogConfig
+        except ImportError:
+            return _Defaults()
+        return LogConfig()  # type: ignore[return-value]
+    return config  # type: ignore[return-value]
+
+
+def configure_logging(config: LogSettings | LogConfig | bool = True) -> Path | None:
+    """Set up Skyward's logging from `Options.logging`; returns the log file, or None when there is none.
+
+    Calling it again with the same settings does nothing, so every pool in a process may call it;
+    different settings replace the previous handlers. `False` silences Skyward's own logs, and
+    `file=None` keeps only the stderr handler (when `console` is on).
+    """
+    settings = _settings(config)
+    with _state.lock:
+        if settings is None:
+            key: tuple[Any, ...] = ("off",)
+            path: Path | None = None
+        else:
+            level = parse_level(getattr(settings, "level", "INFO"))
+            file = getattr(settings, "file", DEFAULT_LOG_FILE)
+            path = log_path(str(file)) if file else None
+            console = bool(getattr(settings, "console", True))
+            rotation = str(getattr(settings, "rotation", "50 MB"))
+            retention = int(getattr(settings, "retention", 10))
+            key = (level, path, console, rotation, retention)
+        if key == _state.key:
+            return path
+        handlers: list[logging.Handler] = []
+        if settings is not None:
+            if path is not None:
+                handlers.append(build_file_handler(path, rotation, retention))
+                handlers[-1].setLevel(level)
+            if console:
+                # Problems in Skyward itself reach stderr; progress is the Console's job, not the log's.
+                handlers.append(logging.StreamHandler())
+                handlers[-1].setLevel(max(level, logging.WARNING))
+        _remove_handlers()
+        logger = logging.getLogger("skyward")
+        formatter = _formatter()
+        for handler in handlers:
+            handler.setFormatter(formatter)
+            logger.addHandler(handler)
+        # No handler at all: raise the level so disabled logging costs one comparison per call.
+        logger.setLevel(min(h.level for h in handlers) if handlers else logging.CRITICAL + 1)
+        logger.propagate = False  # Skyward's records stay in its own file, off the application's root logger
+        _state.handlers = handlers
+        _state.key = key
+        _configure_structlog()
+        return path
+
+
+def _remove_handlers() -> None:
+    logger = logging.getLogger("skyward")
+    for handler in _state.handlers:
+        logger.removeHandler(handler)
+        handler.close()
+    _state.handlers = []
+
+
+def reset_logging() -> None:
+    """Undo `configure_logging` (handlers, levels, structlog config and secrets); for tests and embedders."""
+    with _state.lock:
+        _remove_handlers()
+        logger = logging.getLogger("skyward")
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+        if _state.structlog_ours:
+            structlog.reset_defaults()
+            _state.structlog_ours = False
+        _state.key = None
+        _state.secrets.clear()

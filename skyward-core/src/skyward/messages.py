@@ -1,0 +1,100 @@
+"""Payloads that travel inside frames: what a task is, what a failure is, what a worker is told.
+
+Kept apart from `wire` (which knows bytes, not meanings) so both sides import one small module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import traceback as tb
+from typing import Any
+
+import attrs
+import cloudpickle
+
+from skyward.errors import RemoteError, SerializationError
+
+
+@attrs.frozen
+class StreamRef:
+    """Stands in for an iterator argument: the worker pulls its items from the client on demand."""
+
+    stream_id: int
+
+
+@attrs.frozen
+class TaskMessage:
+    """One task as the worker receives it.
+
+    The function travels once per node in a FUNCTION frame and is cached on the worker by
+    `fn_key`, so a `map` over 10,000 items ships and unpickles it once per node, not per item.
+    """
+
+    fn_key: bytes
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    name: str
+    generator: bool = False
+    window: int = 16
+
+
+@attrs.frozen
+class Hello:
+    """The handshake: everything a worker must know before its first task."""
+
+    info: Any  # InstanceInfo
+    concurrency: int
+    executor: str  # "thread" | "process"
+    reuse_processes: bool
+    env: dict[str, str]
+    sys_path: tuple[str, ...] = ()
+    plugins: tuple[Any, ...] = ()
+
+
+@attrs.frozen
+class RemoteFailure:
+    """A remote exception, kept rebuildable: the pickled exception when possible, always its text."""
+
+    type_name: str
+    message: str
+    traceback: str
+    exc_bytes: bytes | None = None
+
+    @classmethod
+    def capture(cls, exc: BaseException) -> RemoteFailure:
+        text = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))
+        try:
+            exc_bytes = cloudpickle.dumps(exc)
+        except Exception:  # noqa: BLE001 - an unpicklable exception still travels as text
+            exc_bytes = None
+        return cls(f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc), text, exc_bytes)
+
+    def rebuild(self, node: int | None = None) -> BaseException:
+        """The exception to raise on the client: its own type when it unpickles, else RemoteError."""
+        where = f"node {node}" if node is not None else "the worker"
+        exc: BaseException | None = None
+        if self.exc_bytes is not None:
+            try:
+                exc = cloudpickle.loads(self.exc_bytes)
+            except Exception:  # noqa: BLE001 - e.g. the class only exists on the worker
+                exc = None
+        if not isinstance(exc, BaseException):
+            exc = RemoteError(self.type_name, self.message, self.traceback)
+        exc.__traceback__ = None
+        exc.add_note(f"Remote traceback (from {where}):\n{self.traceback.rstrip()}")
+        return exc
+
+
+def function_key(fn_bytes: bytes) -> bytes:
+    """Content address of a pickled function: equal bytes, equal function, one cache entry."""
+    return hashlib.blake2b(fn_bytes, digest_size=16).digest()
+
+
+def pickle_function(fn: Any, name: str) -> bytes:
+    try:
+        return cloudpickle.dumps(fn, protocol=5)
+    except Exception as exc:  # noqa: BLE001
+        raise SerializationError(
+            f"The function {name}() cannot be pickled: {exc}. A task's closure and the globals it "
+            "uses are shipped with cloudpickle; create locks, connections and open files inside it."
+        ) from exc

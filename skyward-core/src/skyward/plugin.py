@@ -1,0 +1,116 @@
+"""`Plugin`: a frozen bundle of hooks that configures every task of a pool.
+
+A plugin is data, not a class hierarchy: each field is an optional callable, and the `with_*`
+builders return new instances so a plugin factory can chain them. The pool turns each plugin in
+`plugins=[...]` into hook implementations registered on its own plugin manager (see
+`skyward.hookspecs`), which is where the ordering rules live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, TypedDict
+
+import attrs
+
+ImageTransform = Callable[[Any, Any], Any]
+BootstrapFactory = Callable[[Any], Any]
+TaskDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+AppLifecycle = Callable[[Any], AbstractContextManager[None]]
+ProcessLifecycle = Callable[[Any], AbstractContextManager[None]]
+ClientLifecycle = Callable[[Any, Any], AbstractContextManager[None]]
+
+
+@attrs.frozen
+class LaunchCommand:
+    """The worker's launch command, structured so launchers (accelerate, torchrun) can wrap it."""
+
+    launcher: str = ""
+    entrypoint: str = ""
+    args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    def render(self) -> str:
+        return " ".join(part for part in (self.launcher, self.entrypoint, *self.args) if part)
+
+
+@attrs.frozen(kw_only=True)
+class LaunchContext:
+    """What a launcher transform may use to build its command."""
+
+    node_id: int
+    num_nodes: int
+    head_addr: str
+    casty_port: int
+    private_ip: str
+    python_bin: str
+    venv_dir: str
+    concurrency: int
+    executor: str
+
+
+class AccelerateConfig(TypedDict, total=False):
+    """Accelerate config in the shape of the YAML written by `accelerate config`."""
+
+    distributed_type: str
+    mixed_precision: str
+    num_processes: int
+    num_cpu_threads_per_process: int
+    gpu_ids: str
+    same_network: bool
+    debug: bool
+    downcast_bf16: bool
+    rdzv_backend: str
+    fsdp: dict[str, Any]
+    deepspeed: dict[str, Any]
+
+
+@attrs.frozen
+class Plugin:
+    """Declarative third-party integration bundle (see the module docstring)."""
+
+    name: str
+    transform: ImageTransform | None = None
+    bootstrap: BootstrapFactory | None = None
+    decorate: TaskDecorator | None = None
+    around_app: AppLifecycle | None = None
+    around_process: ProcessLifecycle | None = None
+    around_client: ClientLifecycle | None = None
+    launcher: Callable[[LaunchCommand, LaunchContext], LaunchCommand] | None = None
+
+    @staticmethod
+    def create(name: str) -> Plugin:
+        return Plugin(name=name)
+
+    def with_image_transform(self, transform: ImageTransform) -> Plugin:
+        return attrs.evolve(self, transform=transform)
+
+    def with_bootstrap(self, factory: BootstrapFactory) -> Plugin:
+        return attrs.evolve(self, bootstrap=factory)
+
+    def with_decorator(self, decorate: TaskDecorator) -> Plugin:
+        return attrs.evolve(self, decorate=decorate)
+
+    def with_around_app(self, around: AppLifecycle) -> Plugin:
+        return attrs.evolve(self, around_app=around)
+
+    def with_around_process(self, around: ProcessLifecycle) -> Plugin:
+        return attrs.evolve(self, around_process=around)
+
+    def with_around_client(self, around: ClientLifecycle) -> Plugin:
+        return attrs.evolve(self, around_client=around)
+
+    def with_launcher(self, launcher: Callable[[LaunchCommand, LaunchContext], LaunchCommand]) -> Plugin:
+        return attrs.evolve(self, launcher=launcher)
+
+
+def around_app(name: str, around: AppLifecycle) -> Plugin:
+    return Plugin.create(name).with_around_app(around)
+
+
+def around_client(name: str, around: ClientLifecycle) -> Plugin:
+    return Plugin.create(name).with_around_client(around)
+
+
+def around_process(name: str, around: ProcessLifecycle) -> Plugin:
+    return Plugin.create(name).with_around_process(around)

@@ -1,0 +1,1 @@
+"""Providers: where nodes come from. `Local` (this machine) is the embedded default."""

@@ -1,0 +1,106 @@
+"""`sky.Local()`: nodes are worker processes on this machine, started from this interpreter.
+
+It is the default when no provider is given, and it runs the same worker and wire protocol as a
+remote node, so everything tested on Local holds over SSH except the transport.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import socket
+import sys
+import warnings
+from typing import TYPE_CHECKING
+
+import attrs
+
+from skyward.providers.base import Cluster, Instance, Provider
+from skyward.transport.pipes import PipeChannel
+
+if TYPE_CHECKING:
+    from skyward.image import Image
+    from skyward.spec import Spec
+
+
+@attrs.frozen
+class Local:
+    """Run each node as a worker process on this machine (no cloud account needed)."""
+
+    @property
+    def name(self) -> str:
+        return "local"
+
+    def create(self) -> LocalProvider:
+        return LocalProvider()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+_REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def missing_packages(requirements: tuple[str, ...]) -> list[str]:
+    """Requirements whose distribution is not installed in this interpreter."""
+    missing = []
+    for req in requirements:
+        match = _REQUIREMENT_NAME.match(req)
+        if not match:
+            continue
+        try:
+            importlib.metadata.distribution(match.group(1))
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(req)
+    return missing
+
+
+class LocalProvider(Provider):
+    name = "local"
+
+    async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
+        missing = missing_packages(tuple(spec.image.pip))
+        if missing:
+            warnings.warn(
+                f"sky.Local() runs workers with this interpreter, which lacks {', '.join(missing)}: "
+                f"pip install {' '.join(missing)} here, or use sky.Local(isolated=True) / a remote "
+                "provider to have the bootstrap install them.",
+                stacklevel=2,
+            )
+        return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=free_port())
+
+    async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        return [Instance(id=f"{cluster.id}-local-{i}", node=i, instance_type="process") for i in nodes]
+
+    async def connect(self, cluster: Cluster, instance: Instance, image: Image) -> PipeChannel:
+        env = dict(os.environ)
+        env.update({k: str(v) for k, v in image.env.items()})
+        includes = [os.path.abspath(p) for p in image.includes]
+        python_path = [p for p in (*_include_roots(includes), env.get("PYTHONPATH", "")) if p]
+        if python_path:
+            env["PYTHONPATH"] = os.pathsep.join(python_path)
+        env["PYTHONUNBUFFERED"] = "1"
+        channel = PipeChannel([sys.executable, "-m", "skyward.worker"], env=env)
+        channel.spawn()
+        return channel
+
+    async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
+        """Local instances are the worker processes, which the pool stops with their channels."""
+
+
+def _include_roots(includes: list[str]) -> list[str]:
+    """`includes` name dirs or .py files; what must go on sys.path is the folder that holds them."""
+    roots: list[str] = []
+    for path in includes:
+        root = os.path.dirname(path) if os.path.isfile(path) or not os.path.isdir(path) else path
+        if os.path.isdir(path) and not os.path.exists(os.path.join(path, "__init__.py")):
+            root = path  # a source folder: its modules import directly
+        elif os.path.isdir(path):
+            root = os.path.dirname(path)  # a package: its parent goes on the path
+        if root not in roots:
+            roots.append(root)
+    return roots

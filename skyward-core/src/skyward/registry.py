@@ -1,0 +1,109 @@
+"""Entry-point discovery: public names -> provider config classes and plugin factories.
+
+A fresh plugin manager per lookup context (no module-global state that tests must undo), loaded
+once per process lazily and cached; `SKYWARD_DISABLE_PLUGIN_AUTOLOAD=1` keeps third-party entry
+points out (core's own still load). A name whose package is missing says which one to install.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+from typing import Any
+
+import pluggy
+
+from skyward import hookspecs
+from skyward.errors import MissingPackageError, PluginError
+
+ENTRY_POINT_GROUP = "skyward"
+CORE_DISTRIBUTION = "skyward-core"
+
+#: Names the reference knows whose packages are separate distributions (present or future).
+KNOWN_PROVIDER_PACKAGES = {
+    "AWS": "skyward-aws", "RunPod": "skyward-runpod", "VastAI": "skyward-vastai", "GCP": "skyward-gcp",
+    "Verda": "skyward-verda", "Novita": "skyward-novita", "Container": "skyward-container",
+    "Hyperstack": "skyward-hyperstack", "Lambda": "skyward-lambda", "TensorDock": "skyward-tensordock",
+}
+KNOWN_PLUGIN_PACKAGES = {"torch": "skyward-torch", "accelerate": "skyward-torch", "jax": "skyward-jax"}
+
+
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    return list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """A new manager with every installed distribution's implementations registered."""
+    pm = pluggy.PluginManager("skyward")
+    pm.add_hookspecs(hookspecs)
+    only_core = os.environ.get("SKYWARD_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0")
+    for ep in _entry_points():
+        dist = ep.dist.name if ep.dist is not None else "?"
+        if only_core and dist != CORE_DISTRIBUTION:
+            continue
+        try:
+            module = ep.load()
+        except Exception as exc:
+            raise PluginError(f"The Skyward plugin {ep.name!r} from {dist} failed to import: {exc}") from exc
+        if pm.is_registered(module):
+            continue
+        pm.register(module, name=f"{dist}:{ep.name}")
+    pm.check_pending()
+    return pm
+
+
+@functools.lru_cache(maxsize=1)
+def _catalog() -> tuple[dict[str, Any], dict[str, Any]]:
+    pm = plugin_manager()
+    providers: dict[str, Any] = {}
+    plugins: dict[str, Any] = {}
+    for result in pm.hook.skyward_providers():
+        providers.update(result)
+    for result in pm.hook.skyward_plugins():
+        plugins.update(result)
+    return providers, plugins
+
+
+def refresh() -> None:
+    """Forget what was discovered (after installing a distribution in this process)."""
+    _catalog.cache_clear()
+
+
+def providers() -> dict[str, Any]:
+    return dict(_catalog()[0])
+
+
+def plugins() -> dict[str, Any]:
+    return dict(_catalog()[1])
+
+
+def provider_class(name: str) -> Any:
+    """Resolve `AWS`, `aws` or `Local` to the provider config class."""
+    found = providers()
+    for public, cls in found.items():
+        if public == name or public.lower() == name.lower():
+            return cls
+    package = next((pkg for n, pkg in KNOWN_PROVIDER_PACKAGES.items() if n.lower() == name.lower()), None)
+    if package is not None:
+        public = next(n for n in KNOWN_PROVIDER_PACKAGES if n.lower() == name.lower())
+        raise MissingPackageError(f"sky.{public} needs the {package} package: pip install {package}")
+    raise MissingPackageError(
+        f"No provider named {name!r}; installed providers: {', '.join(sorted(found)) or 'none'}. "
+        "Providers come from packages such as skyward-aws (pip install skyward-aws)."
+    )
+
+
+def provider_config(name: str, **kwargs: Any) -> Any:
+    """The config object for a provider named in text (`skyward.toml`, `Spec(provider="aws")`)."""
+    return provider_class(name)(**kwargs)
+
+
+def plugin_factory(name: str) -> Any:
+    found = plugins()
+    if name in found:
+        return found[name]
+    package = KNOWN_PLUGIN_PACKAGES.get(name)
+    if package is not None:
+        raise MissingPackageError(f"sky.plugins.{name} needs {package}: pip install {package}")
+    raise AttributeError(f"No plugin named {name!r}; installed plugins: {', '.join(sorted(found)) or 'none'}")

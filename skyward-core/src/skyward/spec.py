@@ -1,0 +1,320 @@
+"""What to provision: ``Spec`` (one hardware request), ``Nodes`` (how many), ``Volume`` (mounted buckets).
+
+A ``Spec`` is checked completely when it is built, so a typo fails on the line that made it and
+not minutes later on a half-provisioned cluster. Natural input is accepted and normalised once
+here (``nodes=4``, ``nodes=(2, 8)``, ``accelerator="A100"``, ``volumes=[...]``,
+``allocation="always-spot"``) so every consumer downstream sees one shape.
+
+Specs are shipped with cloudpickle, so they hold plain values plus the provider config and the
+plugins the user passed, which are opaque here.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import attrs
+
+from skyward.errors import ConfigurationError
+from skyward.image import Image
+
+if TYPE_CHECKING:
+    from skyward.accelerators import Accelerator
+
+__all__ = [
+    "ALLOCATIONS",
+    "ARCHITECTURES",
+    "Allocation",
+    "Architecture",
+    "NodeSpec",
+    "Nodes",
+    "S3Volume",
+    "Spec",
+    "Volume",
+    "normalize_nodes",
+]
+
+Allocation = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
+Architecture = Literal["x86_64", "arm64"]
+
+#: Accepted ``allocation`` values; ``"always-spot"`` is the older name of ``"spot"`` and is stored as it.
+ALLOCATIONS: tuple[str, ...] = ("spot-if-available", "spot", "always-spot", "on-demand", "cheapest")
+_ALLOCATION_ALIASES = {"always-spot": "spot"}
+
+ARCHITECTURES: tuple[str, ...] = ("x86_64", "arm64")
+_ARCHITECTURE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "aarch64": "arm64", "arm": "arm64"}
+
+#: Mount points that would hide the system or Skyward's own files on the worker.
+_RESERVED_MOUNTS = ("/", "/opt", "/opt/skyward", "/root", "/tmp")
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _fmt_nodes(desired: object, min: object, max: object) -> str:  # noqa: A002 - mirrors the fields
+    parts = [f"desired={desired!r}"]
+    if min is not None:
+        parts.append(f"min={min!r}")
+    if max is not None:
+        parts.append(f"max={max!r}")
+    return f"Nodes({', '.join(parts)})"
+
+
+@attrs.frozen
+class Nodes:
+    """How many nodes a pool wants, and how elastic it may be.
+
+    ``desired`` is the target; ``min`` (partial readiness) is how many must be up before the pool
+    is usable; ``max`` (autoscaling) is the ceiling. ``min`` and ``max`` are keyword-only because
+    the reference's field order (``desired, max, min``) makes positional use a trap.
+    """
+
+    desired: int
+    min: int | None = attrs.field(default=None, kw_only=True)
+    max: int | None = attrs.field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        me = _fmt_nodes(self.desired, self.min, self.max)
+        for name in ("desired", "min", "max"):
+            value = getattr(self, name)
+            if value is not None and not _is_count(value):
+                raise ConfigurationError(f"{me}: {name} must be a whole number of nodes, got {value!r}")
+        if self.desired < 1:
+            raise ConfigurationError(f"{me}: a pool needs at least one node; pass desired=1 or more")
+        if self.min is not None:
+            if self.min < 1:
+                raise ConfigurationError(f"{me}: min must be at least 1; pass min=1 or leave it out")
+            if self.min > self.desired:
+                raise ConfigurationError(
+                    f"{me}: min cannot exceed desired; lower min to at most {self.desired}"
+                )
+        if self.max is not None and self.max < self.desired:
+            raise ConfigurationError(
+                f"{me}: max cannot be below desired; raise max to at least {self.desired}"
+            )
+
+    @property
+    def floor(self) -> int:
+        """Nodes that must be ready before work starts (``min``, else all of ``desired``)."""
+        return self.min if self.min is not None else self.desired
+
+    @property
+    def ceiling(self) -> int:
+        """The most nodes the pool may grow to (``max``, else ``desired``)."""
+        return self.max if self.max is not None else self.desired
+
+    @property
+    def elastic(self) -> bool:
+        """Whether the autoscaler may add nodes beyond ``desired``."""
+        return self.max is not None and self.max > self.desired
+
+
+NodeSpec: TypeAlias = "int | tuple[int, int] | Nodes"
+
+
+def normalize_nodes(value: int | tuple[int, int] | list[int] | Nodes) -> Nodes:
+    """Turn every accepted ``nodes=`` form into ``Nodes``: ``4``, ``(2, 8)`` (start 2, up to 8), ``Nodes``."""
+    if isinstance(value, Nodes):
+        return value
+    if _is_count(value):
+        if value < 1:  # type: ignore[operator]
+            raise ConfigurationError(f"nodes={value!r}: a pool needs at least one node; pass nodes=1 or more")
+        return Nodes(value)  # type: ignore[arg-type]
+    if isinstance(value, tuple | list) and len(value) == 2 and all(_is_count(v) for v in value):
+        low, high = value
+        if low > high:
+            raise ConfigurationError(
+                f"nodes={tuple(value)!r}: the range is (start, most); pass nodes=({high}, {low})"
+            )
+        try:
+            return Nodes(low, max=high)
+        except ConfigurationError as error:
+            raise ConfigurationError(f"nodes={tuple(value)!r}: {error}") from None
+    raise ConfigurationError(
+        f"nodes={value!r}: expected a count (nodes=4), a range (nodes=(2, 8)) or sky.Nodes(desired=8, min=4)"
+    )
+
+
+def _check_mount(instance: Volume, attribute: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ConfigurationError(
+            f'Volume(mount={value!r}): the mount point must be an absolute path; pass e.g. mount="/data"'
+        )
+    path = posixpath.normpath(value)
+    if path in _RESERVED_MOUNTS or path.startswith("/opt/skyward/"):
+        raise ConfigurationError(
+            f"Volume(mount={value!r}): {path} is reserved on workers (system or Skyward files would be "
+            'hidden); mount somewhere of your own, e.g. mount="/data"'
+        )
+
+
+def _check_bucket(instance: Volume, attribute: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value or "/" in value:
+        raise ConfigurationError(
+            f"Volume(bucket={value!r}): expected a bare bucket name; put any folder in prefix=, "
+            'e.g. Volume(bucket="my-data", prefix="datasets/", mount="/data")'
+        )
+
+
+@attrs.frozen
+class Volume:
+    """A bucket mounted as a directory on every worker (FUSE), read-only unless asked otherwise.
+
+    ``storage`` overrides the object store; ``None`` lets the provider pick its own (S3 on AWS...).
+    """
+
+    bucket: str = attrs.field(validator=_check_bucket)
+    mount: str = attrs.field(validator=_check_mount)
+    prefix: str = ""
+    read_only: bool = True
+    storage: object | None = None
+
+
+def S3Volume(  # noqa: N802 - the older public name, kept callable like a class
+    *, mount_path: str, bucket: str, prefix: str = "", read_only: bool = True
+) -> Volume:
+    """The older spelling of ``Volume`` (``mount_path=`` instead of ``mount=``); returns a ``Volume``."""
+    return Volume(bucket=bucket, mount=mount_path, prefix=prefix, read_only=read_only)
+
+
+# --- Spec converters and validators
+
+
+def _provider(value: object) -> object:
+    """A provider name (``"aws"``) becomes its config object through the plugin registry."""
+    if isinstance(value, str):
+        from skyward.registry import provider_config  # lazy: discovery loads entry points
+
+        return provider_config(value)
+    return value
+
+
+def _accelerator(value: object) -> Accelerator | None:
+    """Resolve names like ``"A100"`` through the catalog, so a string is an accelerator here too."""
+    if value is None:
+        return None
+    from skyward.accelerators import resolve  # lazy: the catalog is large and optional to load
+
+    return resolve(value)  # type: ignore[arg-type]
+
+
+def _allocation(value: object) -> str:
+    if value not in ALLOCATIONS:
+        valid = ", ".join(repr(a) for a in ALLOCATIONS if a not in _ALLOCATION_ALIASES)
+        raise ConfigurationError(f"Spec(allocation={value!r}): expected one of {valid}")
+    return _ALLOCATION_ALIASES.get(value, value)  # type: ignore[arg-type]
+
+
+def _architecture(value: object) -> str | None:
+    if value is None:
+        return None
+    value = _ARCHITECTURE_ALIASES.get(value, value) if isinstance(value, str) else value
+    if value not in ARCHITECTURES:
+        raise ConfigurationError(
+            f'Spec(architecture={value!r}): expected "x86_64", "arm64" or None (either is fine)'
+        )
+    return value  # type: ignore[return-value]
+
+
+def _ttl(value: object) -> int:
+    """Whole seconds; ``sky.time.minutes(10)`` gives a float, so round up rather than reject it."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigurationError(
+            f"Spec(ttl={value!r}): ttl is seconds of grace before idle machines shut themselves down; "
+            "pass ttl=600, or ttl=0 to disable the grace period"
+        )
+    return math.ceil(value)
+
+
+def _volumes(value: Volume | Iterable[Volume] | None) -> tuple[Volume, ...]:
+    if value is None:
+        return ()
+    volumes = (value,) if isinstance(value, Volume) else tuple(value)
+    mounts: set[str] = set()
+    for volume in volumes:
+        if not isinstance(volume, Volume):
+            raise ConfigurationError(
+                f"Spec(volumes=...): {volume!r} is not a Volume; pass "
+                'sky.Volume(bucket="my-data", mount="/data")'
+            )
+        mount = posixpath.normpath(volume.mount)
+        if mount in mounts:
+            raise ConfigurationError(
+                f"Spec(volumes=...): two volumes mount at {mount}; give each its own mount path"
+            )
+        mounts.add(mount)
+    return volumes
+
+
+def _plugins(value: object) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    return (value,)
+
+
+def _positive(kind: Any, example: str) -> Any:
+    """Validator for optional quantities that must be above zero when given."""
+
+    def check(instance: Spec, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:  # type: ignore[operator]
+            raise ConfigurationError(
+                f"Spec({attribute.name}={value!r}): must be a positive number or None; "
+                f"pass e.g. {attribute.name}={example}"
+            )
+
+    return check
+
+
+def _check_image(instance: Spec, attribute: attrs.Attribute[Image], value: object) -> None:
+    if not isinstance(value, Image):
+        raise ConfigurationError(
+            f'Spec(image={value!r}): expected a sky.Image; pass e.g. image=sky.Image(pip=["torch"])'
+        )
+
+
+def _check_region(instance: Spec, attribute: attrs.Attribute[str | None], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigurationError(
+            f'Spec(region={value!r}): expected a region name such as "us-east-1" or None'
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Spec:
+    """One hardware request: where (provider, region), what (accelerator, sizes), how many, how paid.
+
+    ``provider=None`` means the embedded ``Local`` provider (worker processes on this machine), so
+    ``sky.Compute()`` works with nothing installed; ``provider_config()`` resolves it. A provider
+    name (``provider="aws"``) is looked up in the plugin registry when the spec is built.
+    """
+
+    provider: object | None = attrs.field(default=None, converter=_provider)
+    accelerator: Accelerator | None = attrs.field(default=None, converter=_accelerator)
+    nodes: Nodes = attrs.field(default=1, converter=normalize_nodes)
+    vcpus: float | None = attrs.field(default=None, validator=_positive(int | float, "8"))
+    memory_gb: float | None = attrs.field(default=None, validator=_positive(int | float, "32"))
+    disk_gb: int | None = attrs.field(default=None, validator=_positive(int, "100"))
+    architecture: Architecture | None = attrs.field(default=None, converter=_architecture)
+    allocation: Allocation = attrs.field(default="spot-if-available", converter=_allocation)
+    image: Image = attrs.field(factory=Image, validator=_check_image)
+    region: str | None = attrs.field(default=None, validator=_check_region)
+    max_hourly_cost: float | None = attrs.field(default=None, validator=_positive(int | float, "2.5"))
+    ttl: int = attrs.field(default=600, converter=_ttl)
+    volumes: tuple[Volume, ...] = attrs.field(default=(), converter=_volumes)
+    plugins: tuple[Any, ...] = attrs.field(default=(), converter=_plugins)
+
+    def provider_config(self) -> object:
+        """The provider to provision with: the one given, or ``Local()`` when none was."""
+        if self.provider is not None:
+            return self.provider
+        from skyward.providers.local import Local  # lazy: keeps spec.py free of provider imports
+
+        return Local()

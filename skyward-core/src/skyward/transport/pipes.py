@@ -1,0 +1,182 @@
+"""A worker subprocess on this machine, spoken to over its stdin/stdout pipes.
+
+Reads go straight into the frame decoder's memory (`os.readv`), writes are vectored (`os.writev`)
+from the encoded parts without joining them, and both pipes are enlarged so a large payload moves
+in few system calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+from typing import Any
+
+import structlog
+
+from skyward.transport.base import Channel
+from skyward.wire import FrameDecoder, Kind
+
+F_SETPIPE_SZ = 1031
+PIPE_SIZE = 1 << 20
+
+
+def _enlarge(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
+
+
+class PipeChannel(Channel):
+    def __init__(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+        super().__init__()
+        self._argv = argv
+        self._env = env
+        self._cwd = cwd
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: collections.deque[memoryview] = collections.deque()
+        self._writing = False
+        self._closed = False
+        self._decoder = FrameDecoder(lambda frame: self.on_frame(frame))
+
+    def spawn(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._proc = subprocess.Popen(
+            self._argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=self._env,
+            cwd=self._cwd,
+            start_new_session=True,  # Ctrl-C in the client's terminal must not kill workers mid-teardown
+        )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._wfd = self._proc.stdin.fileno()
+        self._rfd = self._proc.stdout.fileno()
+        for fd in (self._wfd, self._rfd):
+            _enlarge(fd)
+            os.set_blocking(fd, False)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        assert self._loop is not None
+        self._loop.add_reader(self._rfd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            while True:
+                n = os.readv(self._rfd, [self._decoder.get_buffer()])
+                if n == 0:
+                    self._lost(None)
+                    return
+                self._decoder.buffer_updated(n)
+        except BlockingIOError:
+            return
+        except Exception as exc:  # noqa: BLE001 - a broken frame or pipe ends the channel
+            structlog.get_logger().warning("skyward.channel_read_failed", error=repr(exc))
+            self._lost(exc)
+
+    def send_parts(self, parts: list[Any]) -> None:
+        if self._closed:
+            return
+        for part in parts:
+            if len(part):
+                self._pending.append(memoryview(part).cast("B"))
+        if not self._writing:
+            self._flush()
+
+    def _flush(self) -> None:
+        pending = self._pending
+        try:
+            while pending:
+                written = os.writev(self._wfd, list(_take(pending, 512)))
+                while written:
+                    head = pending[0]
+                    if written >= len(head):
+                        written -= len(head)
+                        pending.popleft()
+                    else:
+                        pending[0] = head[written:]
+                        written = 0
+        except BlockingIOError:
+            pass
+        except (BrokenPipeError, OSError) as exc:
+            pending.clear()
+            self._lost(exc)
+            return
+        assert self._loop is not None
+        if pending and not self._writing:
+            self._writing = True
+            self._loop.add_writer(self._wfd, self._on_writable)
+        elif not pending and self._writing:
+            self._writing = False
+            self._loop.remove_writer(self._wfd)
+
+    def _on_writable(self) -> None:
+        self._flush()
+
+    def _lost(self, exc: BaseException | None) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._detach()
+        self.on_closed(exc)
+
+    def _detach(self) -> None:
+        if self._loop is None or self._proc is None:
+            return
+        with contextlib.suppress(Exception):
+            self._loop.remove_reader(self._rfd)
+        if self._writing:
+            with contextlib.suppress(Exception):
+                self._loop.remove_writer(self._wfd)
+            self._writing = False
+
+    async def close(self, timeout: float = 5.0) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if not self._closed:
+            with contextlib.suppress(Exception):
+                self.send(Kind.SHUTDOWN)
+        self._closed = True
+        self._detach()
+        with contextlib.suppress(Exception):
+            proc.stdin.close()  # type: ignore[union-attr]
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(loop.run_in_executor(None, proc.wait), timeout)
+        except (asyncio.TimeoutError, Exception):
+            self.kill()
+            await loop.run_in_executor(None, proc.wait)
+        with contextlib.suppress(Exception):
+            proc.stdout.close()  # type: ignore[union-attr]
+
+    def kill(self) -> None:
+        if self._proc is None:
+            return
+        # The worker leads its own session: kill the group so executor subprocesses go with it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.kill()
+
+    def reap(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(Exception):
+                self._proc.wait(timeout=5)
+                self._proc.stdin.close()  # type: ignore[union-attr]
+                self._proc.stdout.close()  # type: ignore[union-attr]
+
+
+def _take(pending: collections.deque[memoryview], n: int):
+    for i, part in enumerate(pending):
+        if i >= n:
+            return
+        yield part

@@ -1,0 +1,280 @@
+"""Frames and serialization: the one protocol spoken on every channel (pipes, SSH exec channels).
+
+A frame is a fixed header, a table of buffer lengths, a pickle payload and zero or more raw buffers:
+
+    header  <B kind><B flags><H nbuffers><Q id><Q payload_len>
+    table   nbuffers x <Q length><B flags>
+    payload cloudpickle protocol 5 (lz4 when it pays)
+    buffers out-of-band pickle buffers (numpy/torch memory) sent as they are, lz4 only when it pays
+
+Out-of-band buffers let a 100 MB array cross the channel without being copied into the pickle
+stream; lz4 runs at well under a GB/s and gains nothing on random floats, so large buffers are
+compressed only when a sample of them compresses well.
+"""
+
+from __future__ import annotations
+
+import enum
+import pickle
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+import lz4.block
+
+from skyward.errors import SerializationError
+
+HEADER = struct.Struct("<BBHQQ")
+BUFFER_ENTRY = struct.Struct("<QB")
+
+#: Pickle buffers smaller than this travel in-band: a separate frame part costs more than the copy.
+OUT_OF_BAND_MIN = 64 * 1024
+#: Payloads smaller than this are never compressed.
+COMPRESS_MIN = 16 * 1024
+#: Size of the sample probed before compressing a large buffer.
+PROBE_SIZE = 64 * 1024
+#: Compress only if the probe shrinks below this fraction of its size.
+COMPRESS_RATIO = 0.8
+
+FLAG_LZ4 = 1
+
+
+class Kind(enum.IntEnum):
+    """What a frame carries. Client -> worker kinds first, then worker -> client."""
+
+    HELLO = 1  # client: instance info, worker config, env, plugins
+    TASK = 2  # client: (fn ref, args, kwargs, meta)
+    CANCEL = 3  # client: stop task `id`
+    ITEM = 4  # client: next item of input stream `id`
+    END = 5  # client: input stream `id` is exhausted (payload: None or an exception)
+    CREDIT = 6  # client: the consumer of output stream `id` can take `payload` more items
+    SHUTDOWN = 7  # client: exit after leaving around_app contexts
+    PING = 8
+    FUNCTION = 9  # client: (key, pickled function) cached by the worker before tasks that use it
+
+    READY = 20  # worker: handshake answer (pid, python)
+    RESULT = 21  # worker: task `id` returned payload
+    ERROR = 22  # worker: task `id` raised (payload: RemoteFailure)
+    YIELD = 23  # worker: generator task `id` produced an item
+    DONE = 24  # worker: generator task `id` finished
+    PULL = 25  # worker: send `payload` more items of input stream `id`
+    LOG = 26  # worker: (stream name, text) captured from fd 1/2
+    PONG = 27
+
+
+class Frame:
+    """A decoded frame: kind, id, the payload object and its raw buffers."""
+
+    __slots__ = ("kind", "id", "payload")
+
+    def __init__(self, kind: Kind, id: int, payload: Any = None) -> None:
+        self.kind = kind
+        self.id = id
+        self.payload = payload
+
+    def __repr__(self) -> str:
+        return f"Frame({self.kind.name}, id={self.id})"
+
+
+def _maybe_compress(data: memoryview | bytes, *, probe: bool) -> tuple[bytes | memoryview, int]:
+    size = len(data)
+    if size < COMPRESS_MIN:
+        return data, 0
+    if probe and size > PROBE_SIZE * 2:
+        sample = bytes(data[:PROBE_SIZE])
+        if len(lz4.block.compress(sample, store_size=False)) > COMPRESS_RATIO * PROBE_SIZE:
+            return data, 0
+    packed = lz4.block.compress(data, store_size=True)
+    if len(packed) > COMPRESS_RATIO * size:
+        return data, 0
+    return packed, FLAG_LZ4
+
+
+def dumps(obj: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    """Pickle `obj` with protocol 5, keeping large contiguous buffers out of band."""
+    buffers: list[pickle.PickleBuffer] = []
+
+    def keep_large(buf: pickle.PickleBuffer) -> bool:
+        raw = buf.raw()
+        if raw.nbytes < OUT_OF_BAND_MIN:
+            return True  # in-band
+        buffers.append(buf)
+        return False
+
+    data = cloudpickle.dumps(obj, protocol=5, buffer_callback=keep_large)
+    return data, buffers
+
+
+def encode(kind: Kind, id: int, payload: Any = None) -> list[bytes | memoryview]:
+    """Encode one frame as a list of byte chunks ready for a vectored write (no concatenation)."""
+    data, buffers = dumps(payload)
+    body, flags = _maybe_compress(data, probe=False)
+    parts: list[bytes | memoryview] = []
+    table = bytearray()
+    raw_parts: list[bytes | memoryview] = []
+    for buf in buffers:
+        raw = buf.raw()
+        packed, bflags = _maybe_compress(raw, probe=True)
+        table += BUFFER_ENTRY.pack(len(packed), bflags)
+        raw_parts.append(packed)
+    parts.append(HEADER.pack(kind, flags, len(buffers), id, len(body)) + bytes(table))
+    parts.append(body)
+    parts.extend(raw_parts)
+    return parts
+
+
+def encode_bytes(kind: Kind, id: int, payload: Any = None) -> bytes:
+    """Encode one frame into a single bytes object (tests and small control frames)."""
+    return b"".join(bytes(p) for p in encode(kind, id, payload))
+
+
+def decode_body(flags: int, body: bytes | bytearray | memoryview, buffers: list[Any]) -> Any:
+    if flags & FLAG_LZ4:
+        body = lz4.block.decompress(body)
+    return pickle.loads(body, buffers=buffers)
+
+
+def unpack_buffer(flags: int, data: bytearray) -> bytearray:
+    if flags & FLAG_LZ4:
+        return bytearray(lz4.block.decompress(data))
+    return data
+
+
+def describe_unpicklable(obj: Any) -> str:
+    """Name the first part of `obj` that cannot be pickled, for an error a person can act on."""
+    try:
+        cloudpickle.dumps(obj, protocol=5)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure is reported
+        return f"{type(obj).__name__} ({exc})"
+    return type(obj).__name__
+
+
+def check_picklable(what: str, obj: Any) -> None:
+    """Raise SerializationError naming `what` when `obj` cannot be pickled."""
+    try:
+        cloudpickle.dumps(obj, protocol=5, buffer_callback=lambda _b: False)
+    except Exception as exc:  # noqa: BLE001
+        raise SerializationError(
+            f"{what} cannot be pickled ({type(obj).__name__}): {exc}. "
+            "Everything a task takes, captures or returns is shipped with cloudpickle; "
+            "create such objects inside the function instead of passing them in."
+        ) from exc
+
+
+class FrameDecoder:
+    """Incremental, zero-copy frame decoder.
+
+    Callers ask `get_buffer()` for writable memory, read into it (`os.readv`, or asyncio's
+    `BufferedProtocol`), and report the count with `buffer_updated(n)`; whole frames go to
+    `on_frame`. Small parts are staged in one reusable bytearray; a large out-of-band buffer is
+    read straight into its own final bytearray, so a 100 MB array is never copied on arrival.
+    """
+
+    BIG = 256 * 1024
+
+    def __init__(self, on_frame: Callable[[Frame], None], stage_size: int = 1 << 20) -> None:
+        self._on_frame = on_frame
+        self._stage = bytearray(stage_size)
+        self._start = 0
+        self._end = 0
+        # Frame being assembled.
+        self._head: tuple[int, int, int, int, int] | None = None
+        self._entries: list[tuple[int, int]] | None = None
+        self._body: bytes | None = None
+        self._buffers: list[bytearray] = []
+        # A large buffer being filled in place.
+        self._big: bytearray | None = None
+        self._big_got = 0
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        if self._big is not None:
+            return memoryview(self._big)[self._big_got :]
+        if self._end == len(self._stage):
+            pending = self._end - self._start
+            if self._start == 0:  # stage full of one part: grow it
+                self._stage.extend(bytes(len(self._stage)))
+            else:
+                self._stage[:pending] = self._stage[self._start : self._end]
+                self._start, self._end = 0, pending
+        return memoryview(self._stage)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._big is not None:
+            self._big_got += nbytes
+            if self._big_got == len(self._big):
+                big, self._big = self._big, None
+                self._add_buffer(big)
+            else:
+                return
+        else:
+            self._end += nbytes
+        self._parse()
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Push-style entry point (tests, transports that hand over bytes)."""
+        view = memoryview(data).cast("B")
+        while len(view):
+            target = self.get_buffer()
+            n = min(len(target), len(view))
+            target[:n] = view[:n]
+            del target  # release the export before the decoder may grow its stage
+            view = view[n:]
+            self.buffer_updated(n)
+
+    def _take(self, n: int) -> bytes | None:
+        if self._end - self._start < n:
+            return None
+        data = bytes(self._stage[self._start : self._start + n])  # a copy: no export pins the stage
+        self._start += n
+        if self._start == self._end:
+            self._start = self._end = 0
+        return data
+
+    def _parse(self) -> None:
+        while True:
+            if self._head is None:
+                raw = self._take(HEADER.size)
+                if raw is None:
+                    return
+                self._head = HEADER.unpack(raw)
+                self._entries = None
+            kind, flags, nbuf, fid, body_len = self._head
+            if self._entries is None:
+                raw = self._take(nbuf * BUFFER_ENTRY.size)
+                if raw is None:
+                    return
+                self._entries = [BUFFER_ENTRY.unpack_from(raw, i * BUFFER_ENTRY.size) for i in range(nbuf)]
+                self._body = None
+                self._buffers = []
+            if self._body is None:
+                raw = self._take(body_len)
+                if raw is None:
+                    return
+                self._body = raw
+            while len(self._buffers) < len(self._entries):
+                length, _ = self._entries[len(self._buffers)]
+                staged = self._end - self._start
+                if staged >= length:
+                    self._add_buffer(bytearray(self._take(length)))  # type: ignore[arg-type]
+                    continue
+                if length < self.BIG:
+                    return
+                big = bytearray(length)
+                big[:staged] = self._stage[self._start : self._end]
+                self._start = self._end = 0
+                self._big, self._big_got = big, staged
+                return
+            self._emit()
+
+    def _add_buffer(self, data: bytearray) -> None:
+        self._buffers.append(data)
+
+    def _emit(self) -> None:
+        assert self._head is not None and self._entries is not None and self._body is not None
+        kind, flags, _, fid, _ = self._head
+        buffers = [unpack_buffer(bflags, buf) for (_, bflags), buf in zip(self._entries, self._buffers)]
+        body = self._body
+        self._head = self._entries = self._body = None
+        self._buffers = []
+        self._on_frame(Frame(Kind(kind), fid, decode_body(flags, body, buffers)))

@@ -1,0 +1,1 @@
+"""The remote side: `python -m skyward.worker` speaks the wire protocol on its stdin/stdout."""

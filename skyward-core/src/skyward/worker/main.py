@@ -1,0 +1,258 @@
+"""`python -m skyward.worker`: one worker process per node.
+
+Start-up order matters: the protocol stream is moved off fd 0/1 to private descriptors first, then
+fd 1/2 are pointed at capture pipes, so neither a `print` nor a C library can corrupt frames. The
+main thread reads frames; tasks run on an executor (threads, or spawned subprocesses); any thread
+may write frames through the channel's lock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import cloudpickle
+
+from skyward.errors import SerializationError
+from skyward.messages import Hello, RemoteFailure, StreamRef, TaskMessage
+from skyward.wire import Frame, Kind
+from skyward.worker.capture import OutputPump
+from skyward.worker.channel import WorkerChannel
+from skyward.worker.lifecycle import AppLifecycle, decorate
+from skyward.worker.processes import ProcessSlots, TaskCancelled
+from skyward.worker.streams import InputStream, OutputCredits
+
+FN_CACHE_SIZE = 256
+
+
+class _Running:
+    __slots__ = ("thread_id", "credits", "cancelled")
+
+    def __init__(self) -> None:
+        self.thread_id: int | None = None
+        self.credits: OutputCredits | None = None
+        self.cancelled = False
+
+
+class Worker:
+    def __init__(self, channel: WorkerChannel, pump: OutputPump, hello: Hello) -> None:
+        from skyward import runtime
+
+        self.channel = channel
+        self.pump = pump
+        self.hello = hello
+        os.environ.update(hello.env)
+        sys.path[:0] = [p for p in hello.sys_path if p not in sys.path]
+        runtime.set_instance_info(hello.info)
+        self.plugins = tuple(hello.plugins)
+        self.app = AppLifecycle(self.plugins, hello.info)
+        self.threads = ThreadPoolExecutor(max_workers=hello.concurrency, thread_name_prefix="skyward-task")
+        self.slots: ProcessSlots | None = None
+        if hello.executor == "process":
+            init = cloudpickle.dumps((hello.env, hello.info, self.plugins, hello.sys_path))
+            self.slots = ProcessSlots(hello.concurrency, hello.reuse_processes, init)
+        self.fn_bytes: dict[bytes, bytes] = {}
+        self.fn_cache: OrderedDict[bytes, Any] = OrderedDict()
+        self.fn_lock = threading.Lock()
+        self.running: dict[int, _Running] = {}
+        self.inputs: dict[int, InputStream] = {}
+
+    # -- frame dispatch ---------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        for frame in self.channel.frames():
+            if not self.handle(frame):
+                break
+        self.shutdown()
+
+    def handle(self, frame: Frame) -> bool:
+        kind = frame.kind
+        if kind is Kind.FUNCTION:
+            key, data = frame.payload
+            self.fn_bytes[key] = data
+        elif kind is Kind.TASK:
+            state = _Running()
+            self.running[frame.id] = state
+            self.threads.submit(self.run_task, frame.id, frame.payload, state)
+        elif kind is Kind.ITEM:
+            stream = self.inputs.get(frame.id)
+            if stream is not None:
+                stream.deliver(frame.payload)
+        elif kind is Kind.END:
+            stream = self.inputs.pop(frame.id, None)
+            if stream is not None:
+                stream.finish(frame.payload)
+        elif kind is Kind.CREDIT:
+            state = self.running.get(frame.id)
+            if state is not None and state.credits is not None:
+                state.credits.grant(frame.payload)
+        elif kind is Kind.CANCEL:
+            self.cancel(frame.id)
+        elif kind is Kind.PING:
+            self.channel.send(Kind.PONG, frame.id, frame.payload)
+        elif kind is Kind.SHUTDOWN:
+            return False
+        return True
+
+    def cancel(self, task_id: int) -> None:
+        state = self.running.get(task_id)
+        if state is None:
+            return
+        state.cancelled = True
+        if state.credits is not None:
+            state.credits.cancel()
+        if self.slots is not None and self.slots.cancel(task_id):
+            return
+        if state.thread_id is not None:
+            # Raises TaskCancelled in the task's thread at its next bytecode; a thread blocked in C
+            # code is recovered by the client, which replaces the whole worker after a grace period.
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(state.thread_id), ctypes.py_object(TaskCancelled)
+            )
+
+    # -- task execution ---------------------------------------------------------------------------
+
+    def load_function(self, msg: TaskMessage) -> Any:
+        with self.fn_lock:
+            fn = self.fn_cache.get(msg.fn_key)
+            if fn is not None:
+                self.fn_cache.move_to_end(msg.fn_key)
+                return fn
+        data = self.fn_bytes.get(msg.fn_key)
+        if data is None:
+            raise RuntimeError(f"function {msg.name}() was not shipped to this worker")
+        fn = cloudpickle.loads(data)
+        with self.fn_lock:
+            self.fn_cache[msg.fn_key] = fn
+            while len(self.fn_cache) > FN_CACHE_SIZE:
+                self.fn_cache.popitem(last=False)
+        return fn
+
+    def resolve_streams(self, values: Any) -> Any:
+        if isinstance(values, StreamRef):
+            stream = InputStream(values.stream_id, self.channel.send)
+            self.inputs[values.stream_id] = stream
+            return stream
+        return values
+
+    def run_task(self, task_id: int, msg: TaskMessage, state: _Running) -> None:
+        state.thread_id = threading.get_ident()
+        try:
+            if state.cancelled:
+                raise TaskCancelled("cancelled before it started")
+            fn = self.load_function(msg)
+            args = tuple(self.resolve_streams(a) for a in msg.args)
+            kwargs = {k: self.resolve_streams(v) for k, v in msg.kwargs.items()}
+            if self.slots is not None:
+                self.app.ensure_entered()
+                ok, value = self.slots.run(task_id, cloudpickle.dumps((fn, args, kwargs), protocol=5))
+                self.pump.drain()
+                if ok:
+                    self.reply(task_id, msg, value)
+                else:
+                    self.channel.send(Kind.ERROR, task_id, value)
+                return
+            self.app.ensure_entered()
+            call = decorate(fn, self.plugins)
+            if msg.generator:
+                state.credits = OutputCredits(msg.window)
+                self.pump_generator(task_id, msg, call(*args, **kwargs), state.credits)
+            else:
+                result = call(*args, **kwargs)
+                self.pump.drain()
+                self.reply(task_id, msg, result)
+        except BaseException as exc:  # noqa: BLE001 - every failure is reported, never dropped
+            self.pump.drain()
+            self.channel.send(Kind.ERROR, task_id, RemoteFailure.capture(exc))
+        finally:
+            state.thread_id = None
+            self.running.pop(task_id, None)
+
+    def reply(self, task_id: int, msg: TaskMessage, result: Any) -> None:
+        try:
+            self.channel.send(Kind.RESULT, task_id, result)
+        except Exception as exc:  # noqa: BLE001 - the result could not be pickled
+            error = SerializationError(
+                f"The return value of {msg.name}() ({type(result).__name__}) cannot be pickled: {exc}. "
+                "Return plain data (numbers, arrays, dicts) instead."
+            )
+            self.channel.send(Kind.ERROR, task_id, RemoteFailure.capture(error))
+
+    def pump_generator(self, task_id: int, msg: TaskMessage, gen: Any, credits: OutputCredits) -> None:
+        try:
+            for item in gen:
+                if not credits.take():
+                    break
+                self.pump.drain()
+                try:
+                    self.channel.send(Kind.YIELD, task_id, item)
+                except Exception as exc:  # noqa: BLE001
+                    raise SerializationError(
+                        f"An item yielded by {msg.name}() ({type(item).__name__}) cannot be pickled: {exc}"
+                    ) from exc
+        finally:
+            close = getattr(gen, "close", None)
+            if close is not None:
+                close()
+        self.pump.drain()
+        self.channel.send(Kind.DONE, task_id, credits.cancelled)
+
+    def shutdown(self) -> None:
+        for task_id in list(self.running):
+            self.cancel(task_id)
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        if self.slots is not None:
+            self.slots.close()
+        try:
+            self.app.close()
+        finally:
+            self.pump.drain()
+
+
+def _take_protocol_fds() -> tuple[int, int]:
+    """Move the protocol off fd 0/1 so user output can never corrupt a frame."""
+    read_fd = os.dup(0)
+    write_fd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return read_fd, write_fd
+
+
+def main() -> None:
+    read_fd, write_fd = _take_protocol_fds()
+    channel = WorkerChannel(read_fd, write_fd)
+    pump = OutputPump(channel.send)
+    pump.capture(1, "stdout")
+    pump.capture(2, "stderr")
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    pump.start()
+    try:
+        from skyward import output
+
+        output.install()
+    except ImportError:
+        pass
+
+    frames = channel.frames()
+    first = next(frames, None)
+    if first is None or first.kind is not Kind.HELLO:
+        return
+    try:
+        worker = Worker(channel, pump, first.payload)
+    except BaseException as exc:  # noqa: BLE001 - the client reports a failed start
+        channel.send(Kind.ERROR, 0, RemoteFailure.capture(exc))
+        return
+    channel.send(Kind.READY, 0, {"pid": os.getpid(), "python": sys.version.split()[0]})
+    try:
+        worker.serve()
+    finally:
+        pump.stop()
+        os._exit(0)
+

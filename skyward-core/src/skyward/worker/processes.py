@@ -1,0 +1,137 @@
+"""`executor="process"`: tasks run in spawned subprocesses, one per slot.
+
+Each slot is a child process fed over a multiprocessing pipe. A slot whose task is cancelled (a
+timeout) is killed and replaced, which is how a stuck CPU-bound task is recovered without touching
+the rest of the node. With `reuse_processes=False` every task gets a fresh child.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import sys
+import threading
+from typing import Any
+
+import cloudpickle
+
+from skyward.messages import RemoteFailure
+
+
+class TaskCancelled(BaseException):
+    """Raised inside a task the client cancelled (timeout or a closed stream)."""
+
+
+class _Slot:
+    def __init__(self, ctx: Any, init_bytes: bytes) -> None:
+        parent, child = ctx.Pipe()
+        self.conn = parent
+        self.process = ctx.Process(target=_child_main, args=(child, init_bytes), daemon=True)
+        self.process.start()
+        child.close()
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5)
+        self.conn.close()
+
+
+class ProcessSlots:
+    def __init__(self, size: int, reuse: bool, init_bytes: bytes) -> None:
+        self._ctx = multiprocessing.get_context("spawn")
+        self._reuse = reuse
+        self._init = init_bytes
+        self._free: queue.SimpleQueue[_Slot | None] = queue.SimpleQueue()
+        for _ in range(size):
+            self._free.put(None)
+        self._by_task: dict[int, _Slot] = {}
+        self._all: set[_Slot] = set()
+        self._lock = threading.Lock()
+
+    def run(self, task_id: int, call_bytes: bytes) -> tuple[bool, Any]:
+        """Run a pickled `(fn, args, kwargs)` in a slot; returns (ok, value or RemoteFailure)."""
+        slot = self._free.get() or self._start()
+        with self._lock:
+            self._by_task[task_id] = slot
+        healthy = False
+        try:
+            slot.conn.send_bytes(call_bytes)
+            ok, value = cloudpickle.loads(slot.conn.recv_bytes())
+            healthy = True
+            return ok, value
+        except (EOFError, OSError) as exc:
+            raise TaskCancelled(f"the task's subprocess ended ({exc or 'killed'})") from None
+        finally:
+            with self._lock:
+                self._by_task.pop(task_id, None)
+            if healthy and self._reuse:
+                self._free.put(slot)
+            else:
+                slot.kill()
+                with self._lock:
+                    self._all.discard(slot)
+                self._free.put(None)
+
+    def cancel(self, task_id: int) -> bool:
+        with self._lock:
+            slot = self._by_task.get(task_id)
+        if slot is None:
+            return False
+        slot.process.kill()
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            slots = list(self._all)
+        for slot in slots:
+            slot.kill()
+
+    def _start(self) -> _Slot:
+        slot = _Slot(self._ctx, self._init)
+        with self._lock:
+            self._all.add(slot)
+        return slot
+
+
+def _child_main(conn: Any, init_bytes: bytes) -> None:
+    from skyward import runtime
+    from skyward.worker.lifecycle import AppLifecycle, decorate
+
+    env, info, plugins, sys_path = cloudpickle.loads(init_bytes)
+    os.environ.update(env)
+    sys.path[:0] = [p for p in sys_path if p not in sys.path]
+    runtime.set_instance_info(info)
+    lifecycle = AppLifecycle(plugins, info, hook="around_process")
+    try:
+        while True:
+            try:
+                data = conn.recv_bytes()
+            except (EOFError, OSError):
+                return
+            try:
+                lifecycle.ensure_entered()
+                fn, args, kwargs = cloudpickle.loads(data)
+                result = decorate(fn, plugins)(*args, **kwargs)
+                reply = (True, result)
+            except BaseException as exc:  # noqa: BLE001 - reported to the client
+                reply = (False, RemoteFailure.capture(exc))
+            sys.stdout.flush()
+            sys.stderr.flush()
+            try:
+                payload = cloudpickle.dumps(reply, protocol=5)
+            except Exception as exc:  # noqa: BLE001
+                payload = cloudpickle.dumps((False, RemoteFailure.capture(_unpicklable_result(reply[1], exc))))
+            conn.send_bytes(payload)
+    finally:
+        lifecycle.close()
+
+
+def _unpicklable_result(value: Any, exc: BaseException) -> BaseException:
+    from skyward.errors import SerializationError
+
+    return SerializationError(
+        f"The task's return value ({type(value).__name__}) cannot be pickled: {exc}. "
+        "Return plain data (numbers, arrays, dicts) instead."
+    )
