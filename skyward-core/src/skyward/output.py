@@ -408,7 +408,10 @@ def _filtered(target: Any, out_rule: _Rule, err_rule: _Rule) -> Any:
     task on the client, not the run on the worker.
     """
     inner = getattr(target, "fn", None)
-    if not inspect.isroutine(target) and callable(inner) and inner is not target:
+    # Not `inspect.isroutine`: `RemoteFunction` defines `__get__` (to bind as a method), which makes
+    # it a "method descriptor" to `isroutine`, and it would then be wrapped as a plain callable.
+    plain = inspect.isfunction(target) or inspect.ismethod(target) or inspect.isbuiltin(target)
+    if not plain and callable(inner) and inner is not target:
         return _with_fn(target, _filtered(inner, out_rule, err_rule))
     if not callable(target):
         raise TypeError(f"output decorators apply to functions, got {type(target).__name__}")

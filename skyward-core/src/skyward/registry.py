@@ -87,7 +87,7 @@ def provider_class(name: str) -> Any:
     package = next((pkg for n, pkg in KNOWN_PROVIDER_PACKAGES.items() if n.lower() == name.lower()), None)
     if package is not None:
         public = next(n for n in KNOWN_PROVIDER_PACKAGES if n.lower() == name.lower())
-        raise MissingPackageError(f"sky.{public} needs the {package} package: pip install {package}")
+        _raise_missing(f"sky.{public}", package)
     raise MissingPackageError(
         f"No provider named {name!r}; installed providers: {', '.join(sorted(found)) or 'none'}. "
         "Providers come from packages such as skyward-aws (pip install skyward-aws)."
@@ -105,5 +105,16 @@ def plugin_factory(name: str) -> Any:
         return found[name]
     package = KNOWN_PLUGIN_PACKAGES.get(name)
     if package is not None:
-        raise MissingPackageError(f"sky.plugins.{name} needs {package}: pip install {package}")
+        _raise_missing(f"sky.plugins.{name}", package)
     raise AttributeError(f"No plugin named {name!r}; installed plugins: {', '.join(sorted(found)) or 'none'}")
+
+
+def _raise_missing(public: str, package: str) -> None:
+    try:
+        version = importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        raise MissingPackageError(f"{public} needs the {package} package: pip install {package}") from None
+    raise MissingPackageError(
+        f"{package} {version} is installed but does not provide {public} yet; "
+        f"upgrade it (pip install -U {package})"
+    )

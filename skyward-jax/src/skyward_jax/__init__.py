@@ -1,0 +1,3 @@
+"""JAX plugin for Skyward (jax.distributed)."""
+
+__version__ = "0.1.0"

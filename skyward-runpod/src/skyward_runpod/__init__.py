@@ -1,0 +1,3 @@
+"""RunPod provider for Skyward."""
+
+__version__ = "0.1.0"

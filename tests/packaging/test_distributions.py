@@ -1,0 +1,66 @@
+"""Each distribution builds on its own and registers itself in the `skyward` entry-point group."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DISTRIBUTIONS = ["core", "aws", "runpod", "vastai", "torch", "jax"]
+
+
+@pytest.mark.parametrize("name", DISTRIBUTIONS)
+def test_distribution_builds_a_wheel_with_its_entry_point(name: str, tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", str(tmp_path), str(ROOT / f"skyward-{name}")],
+        check=True,
+    )
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        text = archive.read(entry_points).decode()
+    assert "[skyward]" in text
+    package = "skyward" if name == "core" else f"skyward_{name}"
+    assert any(n.startswith(f"{package}/") for n in names)
+    assert f"{package}/py.typed" in names
+
+
+def test_importing_skyward_imports_no_framework_or_cloud_sdk() -> None:
+    code = (
+        "import sys, skyward as sky; "
+        "heavy = [m for m in ('torch', 'jax', 'boto3', 'sklearn', 'vastai', 'asyncssh', 'numpy') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == ""
+
+
+def test_core_wheel_installs_alone_into_a_fresh_venv(tmp_path: Path) -> None:
+    """`pip install skyward-core` gives a working `import skyward as sky`, with nothing else."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", str(tmp_path / "wheels"), str(ROOT / "skyward-core")],
+        check=True,
+    )
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    (wheel,) = (tmp_path / "wheels").glob("*.whl")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], check=True)
+    code = (
+        "import skyward as sky\n"
+        "@sky.function\n"
+        "def add(a, b):\n    return a + b\n"
+        "with sky.Compute(provider=sky.Local(), nodes=1, console=False) as pool:\n"
+        "    print(add(2, 3) >> pool)\n"
+        "print(sky.__file__)\n"
+    )
+    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path)
+    result, location = out.stdout.split()
+    assert result == "5"
+    assert location.startswith(str(tmp_path / "venv"))  # the wheel, not the editable checkout
