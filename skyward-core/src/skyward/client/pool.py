@@ -33,6 +33,7 @@ from skyward.events import (
     Error,
     Event,
     EventBus,
+    InstanceBootstrapped,
     InstanceDestroyed,
     InstanceProvisioned,
     InstanceReplaced,
@@ -88,6 +89,7 @@ class Pool:
         self._provider: Any = None
         self._instances: dict[int, Any] = {}
         self._replacing: set[int] = set()
+        self._console: Any = None
 
     # -- public: events ----------------------------------------------------------------------------------
 
@@ -143,6 +145,8 @@ class Pool:
                 if self._owns_loop and self._loop_thread is not None:
                     self._loop_thread.stop()
                 self._restore_sigterm()
+                if self._console is not None:
+                    self._console.close()
                 self._state = "stopped"
 
     # -- public: dispatch --------------------------------------------------------------------------------
@@ -502,6 +506,7 @@ class Pool:
             await channel.close(timeout=1)
             raise
         self._scheduler.nodes[index] = node
+        self.bus.emit(InstanceBootstrapped(node=index, instance=info, pool=self.name))
         self.bus.emit(NodeReady(node=index, instance=info, pool=self.name))
         self._scheduler.pump()
         return node
@@ -561,7 +566,8 @@ class Pool:
         configure_logging(self.options.logging)
         mode = self.options.console_mode
         if mode != "silent":
-            Console(mode).attach(self.bus)
+            self._console = Console(mode)
+            self._console.attach(self.bus)
 
     def _install_sigterm(self) -> None:
         if threading.current_thread() is not threading.main_thread():

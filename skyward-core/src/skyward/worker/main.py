@@ -8,6 +8,7 @@ may write frames through the channel's lock.
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import os
 import sys
@@ -78,7 +79,9 @@ class Worker:
         elif kind is Kind.TASK:
             state = _Running()
             self.running[frame.id] = state
-            self.threads.submit(self.run_task, frame.id, frame.payload, state)
+            # Each task runs in its own copy of the context, so output routing and other context
+            # variables set by one task never leak into the next task on the same thread.
+            self.threads.submit(contextvars.copy_context().run, self.run_task, frame.id, frame.payload, state)
         elif kind is Kind.ITEM:
             stream = self.inputs.get(frame.id)
             if stream is not None:
