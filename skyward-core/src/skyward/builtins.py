@@ -1,10 +1,38 @@
-"""Core's own hook implementations, registered through the `skyward` entry point like any plugin."""
+"""Core's own hook implementations, registered through the `skyward` entry point like any plugin.
+
+Plugin factories are imported on first call, so discovering them imports no framework.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
+from collections.abc import Callable
 from typing import Any
 
 from skyward.hookspecs import hookimpl
+
+#: public name -> (module, factory) of the plugins that ship with core.
+BUILTIN_PLUGINS = {
+    "keras": ("skyward.plugins.keras", "keras"),
+    "joblib": ("skyward.plugins.joblib", "joblib"),
+    "sklearn": ("skyward.plugins.joblib", "sklearn"),
+    "cuml": ("skyward.plugins.cuml", "cuml"),
+    "mig": ("skyward.plugins.mig", "mig"),
+    "mps": ("skyward.plugins.mps", "mps"),
+    "huggingface": ("skyward.plugins.huggingface", "huggingface"),
+}
+
+
+def _lazy(module: str, attr: str) -> Callable[..., Any]:
+    @functools.wraps(lambda *a, **k: None)
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+
+    factory.__name__ = factory.__qualname__ = attr
+    factory.__module__ = module
+    factory.__doc__ = f"The {attr} plugin (see {module})."
+    return factory
 
 
 @hookimpl
@@ -16,4 +44,4 @@ def skyward_providers() -> dict[str, Any]:
 
 @hookimpl
 def skyward_plugins() -> dict[str, Any]:
-    return {}
+    return {name: _lazy(module, attr) for name, (module, attr) in BUILTIN_PLUGINS.items()}

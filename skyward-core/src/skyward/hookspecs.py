@@ -30,3 +30,38 @@ def skyward_providers() -> dict[str, Any]:
 @hookspec
 def skyward_plugins() -> dict[str, Any]:
     """Return `{"name": factory}` for the plugins this distribution offers (`sky.plugins.<name>`)."""
+
+
+# -- per pool (client side) -------------------------------------------------------------------------
+#
+# Each `Plugin` in `plugins=[...]` is registered on the pool's own manager, in list order. pluggy
+# calls implementations last-registered-first; `skyward.hooks.PoolHooks` walks them in
+# registration order instead, so "plugin order" means the order the user wrote.
+
+
+@hookspec
+def skyward_image_transform(image: Any, cluster: Any) -> Any:
+    """Return a new `Image` (or None for unchanged). Runs after `provider.prepare`, before the
+    bootstrap script is rendered; transforms fold in plugin order, each seeing the previous result."""
+
+
+@hookspec
+def skyward_bootstrap_ops(cluster: Any) -> Any:
+    """Return shell ops (strings or `skyward.bootstrap.Op`) appended after the image phases, in plugin order."""
+
+
+@hookspec
+def skyward_launcher(command: Any, context: Any) -> Any:
+    """Return a new `LaunchCommand` wrapping the worker start (accelerate, torchrun); folds in plugin order."""
+
+
+@hookspec
+def skyward_around_client(pool: Any, cluster: Any) -> Any:
+    """Return a context manager entered on the client after the pool is ready (plugin order), exited
+    in reverse before the pool tears down; or None."""
+
+
+@hookspec
+def skyward_worker_plugins() -> Any:
+    """Return the `Plugin` objects whose worker-side hooks (`decorate`, `around_app`,
+    `around_process`) ship to every worker in the handshake."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import shlex
 import signal
 import threading
 import time
@@ -49,7 +50,9 @@ from skyward.function import (
     stream_arguments,
     unwrap_function,
 )
+from skyward.hooks import PoolHooks
 from skyward.instance import InstanceInfo, PeerInfo
+from skyward.plugin import LaunchCommand, LaunchContext
 from skyward.messages import Hello, StreamRef, TaskMessage, function_key, pickle_function
 from skyward.wire import Kind, check_picklable, encode
 
@@ -90,6 +93,9 @@ class Pool:
         self._instances: dict[int, Any] = {}
         self._replacing: set[int] = set()
         self._console: Any = None
+        self.hooks = PoolHooks(())
+        self.bootstrap_ops: tuple[Any, ...] = ()
+        self._worker_plugins: tuple[Any, ...] = ()
 
     # -- public: events ----------------------------------------------------------------------------------
 
@@ -122,9 +128,7 @@ class Pool:
         try:
             self._loop_thread.run(self._start())
             self._state = "running"
-            for plugin in self._plugins():
-                if plugin.around_client is not None:
-                    self._client_stack.enter_context(plugin.around_client(self, self.cluster))
+            self.hooks.enter_clients(self._client_stack, self, self.cluster)
         except BaseException:
             self.stop(reason="start failed")
             raise
@@ -157,9 +161,12 @@ class Pool:
         A generator function returns an iterator over its items as the worker yields them.
         """
         task = self._prepare(pending, target)
+        stream = None
+        if task.generator:
+            stream = RemoteGenerator(task, lambda n: self._call(self._grant, task, n), lambda: self._call(self._cancel, task))
         self._submit([task])
-        if task.stream is not None:
-            return task.stream
+        if stream is not None:
+            return stream
         return self._wait(task)
 
     def run_async(self, pending: PendingFunction[Any], *, target: int | str | None = None) -> concurrent.futures.Future[Any]:
@@ -250,8 +257,6 @@ class Pool:
             target=self._target_index(target), timeout=timeout, generator=generator,
             window=STREAM_WINDOW, inputs=inputs,
         )
-        if generator:
-            task.stream = RemoteGenerator(task, lambda n: self._call(self._grant, task, n), lambda: self._call(self._cancel, task))
         return task
 
     @staticmethod
@@ -431,9 +436,12 @@ class Pool:
 
     async def _start_spec(self, spec: Any) -> None:
         self.spec = spec
+        self.hooks = PoolHooks(tuple(spec.plugins))
         self._provider = spec.provider_config().create()
         self.cluster = await self._provider.prepare(spec, self.name)
-        self.image = self._transform_image(spec.image)
+        self.image = self.hooks.transform_image(spec.image, self.cluster)
+        self.bootstrap_ops = self.hooks.bootstrap_ops(self.cluster)
+        self._worker_plugins = self.hooks.worker_plugins()
         count = spec.nodes.desired
         instances = await self._provider.provision(self.cluster, list(range(count)))
         self.bus.emit(ClusterProvisioned(nodes=len(instances), pool=self.name))
@@ -457,14 +465,17 @@ class Pool:
                 pending.cancel()
             raise failure or RuntimeError("nodes failed to start")
 
-    def _transform_image(self, image: Any) -> Any:
-        for plugin in self._plugins():
-            if plugin.transform is not None:
-                image = plugin.transform(image, self.cluster)
-        return image
-
-    def _plugins(self) -> tuple[Any, ...]:
-        return tuple(self.spec.plugins) if self.spec is not None else ()
+    def _launch_command(self, index: int, total: int) -> LaunchCommand:
+        """The worker's start command, folded through every plugin's launcher in plugin order."""
+        instance, head = self._instances[index], self._instances.get(0, self._instances[index])
+        context = LaunchContext(
+            node_id=index, num_nodes=total, head_addr=head.private_ip, casty_port=self.cluster.head_port,
+            private_ip=instance.private_ip, python_bin=self._provider.python_bin(self.cluster),
+            venv_dir=self._provider.venv_dir(self.cluster), concurrency=self.worker.concurrency,
+            executor=self.executor,
+        )
+        base = LaunchCommand(entrypoint=f"{shlex.quote(context.python_bin)} -m skyward.worker")
+        return self.hooks.launch_command(base, context)
 
     def _instance_info(self, index: int, total: int) -> InstanceInfo:
         spec, instances = self.spec, self._instances
@@ -487,7 +498,8 @@ class Pool:
         )
 
     async def _start_node(self, index: int, instance: Any, total: int) -> NodeHandle:
-        channel = await self._provider.connect(self.cluster, instance, self.image)
+        launch = self._launch_command(index, total)
+        channel = await self._provider.connect(self.cluster, instance, self.image, launch)
         info = self._instance_info(index, total)
         node = NodeHandle(
             index, instance, info, channel, self.worker.concurrency + self.worker.buffer,
@@ -496,7 +508,7 @@ class Pool:
         hello = Hello(
             info=info, concurrency=self.worker.concurrency, executor=self.executor,
             reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),
-            sys_path=(), plugins=self._plugins(),
+            sys_path=(), plugins=self._worker_plugins,
         )
         try:
             await node.handshake(hello, HANDSHAKE_TIMEOUT)

@@ -52,7 +52,9 @@ class TaskState:
         self.window = window
         self.inputs = inputs
         self.future: Future[Any] = Future()
-        self.stream: RemoteGenerator | None = None
+        # Only the item buffer: the RemoteGenerator handed to the caller is not referenced from here,
+        # so dropping it (breaking out of a `for` loop) collects it, which cancels the remote side.
+        self.stream: StreamBuffer | None = StreamBuffer() if generator else None
         self.node: NodeHandle | None = None
         self.attempts = 0
         self.timer: asyncio.TimerHandle | None = None
@@ -97,6 +99,20 @@ class TaskState:
             self.timer = None
 
 
+class StreamBuffer:
+    """The items of a generator task as the loop receives them, until its RemoteGenerator reads them."""
+
+    __slots__ = ("items", "received")
+
+    def __init__(self) -> None:
+        self.items: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.received = False
+
+    def put(self, item: Any) -> None:
+        self.received = True
+        self.items.put(item)
+
+
 class RemoteGenerator:
     """What `gen() >> pool` returns: items as the worker yields them, with bounded buffering.
 
@@ -106,17 +122,13 @@ class RemoteGenerator:
     """
 
     def __init__(self, task: TaskState, grant, cancel) -> None:
+        assert task.stream is not None, "only a generator task has a stream"
         self._task = task
         self._grant = grant
         self._cancel = cancel
-        self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._items = task.stream.items
         self._consumed = 0
         self._finished = False
-        self.received = False
-
-    def put(self, item: Any) -> None:
-        self.received = True
-        self._items.put(item)
 
     def __iter__(self) -> RemoteGenerator:
         return self

@@ -14,6 +14,7 @@ import attrs
 
 if TYPE_CHECKING:
     from skyward.image import Image
+    from skyward.plugin import LaunchCommand
     from skyward.spec import Spec
     from skyward.transport.base import Channel
 
@@ -69,8 +70,15 @@ class Provider(abc.ABC):
         """Start one instance per node index in `nodes`."""
 
     @abc.abstractmethod
-    async def connect(self, cluster: Cluster, instance: Instance, image: Image) -> Channel:
-        """Start the worker on `instance` and return a channel to it (not yet started)."""
+    async def connect(self, cluster: Cluster, instance: Instance, image: Image, launch: LaunchCommand) -> Channel:
+        """Start the worker on `instance` with the rendered `launch` command; return its channel."""
+
+    def python_bin(self, cluster: Cluster) -> str:
+        """The interpreter workers run under (the bootstrapped venv's, on remote hosts)."""
+        return "python3"
+
+    def venv_dir(self, cluster: Cluster) -> str:
+        return ""
 
     @abc.abstractmethod
     async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:

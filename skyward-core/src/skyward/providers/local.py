@@ -21,6 +21,7 @@ from skyward.transport.pipes import PipeChannel
 
 if TYPE_CHECKING:
     from skyward.image import Image
+    from skyward.plugin import LaunchCommand
     from skyward.spec import Spec
 
 
@@ -76,7 +77,13 @@ class LocalProvider(Provider):
     async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         return [Instance(id=f"{cluster.id}-local-{i}", node=i, instance_type="process") for i in nodes]
 
-    async def connect(self, cluster: Cluster, instance: Instance, image: Image) -> PipeChannel:
+    def python_bin(self, cluster: Cluster) -> str:
+        return sys.executable
+
+    def venv_dir(self, cluster: Cluster) -> str:
+        return sys.prefix
+
+    async def connect(self, cluster: Cluster, instance: Instance, image: Image, launch: LaunchCommand) -> PipeChannel:
         env = dict(os.environ)
         env.update({k: str(v) for k, v in image.env.items()})
         includes = [os.path.abspath(p) for p in image.includes]
@@ -84,7 +91,8 @@ class LocalProvider(Provider):
         if python_path:
             env["PYTHONPATH"] = os.pathsep.join(python_path)
         env["PYTHONUNBUFFERED"] = "1"
-        channel = PipeChannel([sys.executable, "-m", "skyward.worker"], env=env)
+        # The worker starts through the launcher chain's final command, exactly as rendered.
+        channel = PipeChannel(["/bin/sh", "-c", f"exec {launch.render()}"], env=env)
         channel.spawn()
         return channel
 

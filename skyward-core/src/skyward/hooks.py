@@ -1,0 +1,119 @@
+"""The pool's own plugin manager and a typed facade over its hooks.
+
+Callers never touch `pm.hook` directly: each method here walks the implementations in the order
+the user listed the plugins, which is the order the reference promises (transforms and launchers
+fold in plugin order, bootstrap ops append in plugin order, `around_client` enters in order and
+exits in reverse).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+import pluggy
+import structlog
+
+from skyward import hookspecs
+from skyward.errors import PluginError
+from skyward.hookspecs import hookimpl
+from skyward.plugin import LaunchCommand, LaunchContext, Plugin
+
+
+class PluginAdapter:
+    """Registers one `Plugin` value as pluggy hook implementations."""
+
+    def __init__(self, plugin: Plugin) -> None:
+        self.plugin = plugin
+
+    @hookimpl
+    def skyward_image_transform(self, image: Any, cluster: Any) -> Any:
+        return self.plugin.transform(image, cluster) if self.plugin.transform else None
+
+    @hookimpl
+    def skyward_bootstrap_ops(self, cluster: Any) -> Any:
+        return tuple(self.plugin.bootstrap(cluster)) if self.plugin.bootstrap else None
+
+    @hookimpl
+    def skyward_launcher(self, command: LaunchCommand, context: LaunchContext) -> Any:
+        return self.plugin.launcher(command, context) if self.plugin.launcher else None
+
+    @hookimpl
+    def skyward_around_client(self, pool: Any, cluster: Any) -> Any:
+        return self.plugin.around_client(pool, cluster) if self.plugin.around_client else None
+
+    @hookimpl
+    def skyward_worker_plugins(self) -> Any:
+        p = self.plugin
+        return [p] if (p.decorate or p.around_app or p.around_process) else None
+
+
+class PoolHooks:
+    """One pool's hooks, in plugin order."""
+
+    def __init__(self, plugins: tuple[Any, ...]) -> None:
+        self.pm = pluggy.PluginManager("skyward")
+        self.pm.add_hookspecs(hookspecs)
+        self._names: list[str] = []
+        for index, plugin in enumerate(plugins):
+            if not isinstance(plugin, Plugin):
+                raise PluginError(
+                    f"plugins[{index}] is a {type(plugin).__name__}, not a sky.plugins.Plugin; build one with "
+                    "Plugin.create(name).with_...() or a factory such as sky.plugins.joblib()"
+                )
+            name = f"{index}:{plugin.name}"
+            self.pm.register(PluginAdapter(plugin), name=name)
+            self._names.append(name)
+        self.pm.check_pending()
+        if os.environ.get("SKYWARD_TRACE_PLUGINS"):
+            self.pm.trace.root.setwriter(lambda text: structlog.get_logger().info("skyward.plugin_trace", text=text))
+            self.pm.enable_tracing()
+
+    def _in_order(self, hook_name: str) -> list[tuple[str, Any]]:
+        caller = getattr(self.pm.hook, hook_name)
+        impls = {impl.plugin_name: impl for impl in caller.get_hookimpls()}
+        return [(name, impls[name].function) for name in self._names if name in impls]
+
+    def _call(self, name: str, hook: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(**kwargs)
+        except Exception as exc:
+            plugin = name.split(":", 1)[1]
+            raise PluginError(f"The plugin {plugin!r} failed in {hook.__name__}: {exc}") from exc
+
+    def transform_image(self, image: Any, cluster: Any) -> Any:
+        for name, hook in self._in_order("skyward_image_transform"):
+            result = self._call(name, hook, image=image, cluster=cluster)
+            if result is not None:
+                image = result
+        return image
+
+    def bootstrap_ops(self, cluster: Any) -> tuple[Any, ...]:
+        ops: list[Any] = []
+        for name, hook in self._in_order("skyward_bootstrap_ops"):
+            result = self._call(name, hook, cluster=cluster)
+            if result:
+                ops.extend(result)
+        return tuple(ops)
+
+    def launch_command(self, command: LaunchCommand, context: LaunchContext) -> LaunchCommand:
+        for name, hook in self._in_order("skyward_launcher"):
+            result = self._call(name, hook, command=command, context=context)
+            if result is not None:
+                command = result
+        return command
+
+    def enter_clients(self, stack: contextlib.ExitStack, pool: Any, cluster: Any) -> None:
+        for name, hook in self._in_order("skyward_around_client"):
+            manager = self._call(name, hook, pool=pool, cluster=cluster)
+            if manager is not None:
+                stack.enter_context(manager)
+
+    def worker_plugins(self) -> tuple[Plugin, ...]:
+        found: list[Plugin] = []
+        for name, hook in self._in_order("skyward_worker_plugins"):
+            result = self._call(name, hook)
+            if result:
+                found.extend(result)
+        return tuple(found)
