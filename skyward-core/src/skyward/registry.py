@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import os
+import warnings
 from typing import Any
 
 import pluggy
 
 from skyward import hookspecs
-from skyward.errors import MissingPackageError, PluginError
+from skyward.errors import MissingPackageError
 
 ENTRY_POINT_GROUP = "skyward"
 CORE_DISTRIBUTION = "skyward-core"
@@ -34,7 +35,11 @@ def _entry_points() -> list[importlib.metadata.EntryPoint]:
 
 
 def plugin_manager() -> pluggy.PluginManager:
-    """A new manager with every installed distribution's implementations registered."""
+    """A new manager with every installed distribution's implementations registered.
+
+    A distribution whose entry point fails to import is reported (a warning naming it and its
+    distribution) and skipped, so one broken package never takes unrelated pools down.
+    """
     pm = pluggy.PluginManager("skyward")
     pm.add_hookspecs(hookspecs)
     only_core = os.environ.get("SKYWARD_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0")
@@ -44,25 +49,48 @@ def plugin_manager() -> pluggy.PluginManager:
             continue
         try:
             module = ep.load()
-        except Exception as exc:
-            raise PluginError(f"The Skyward plugin {ep.name!r} from {dist} failed to import: {exc}") from exc
-        if pm.is_registered(module):
+        except Exception as exc:  # noqa: BLE001 - reported, then skipped
+            _report_broken(f"{dist}:{ep.name}", f"failed to import ({type(exc).__name__}: {exc})")
+            continue
+        if pm.is_registered(module) or pm.has_plugin(f"{dist}:{ep.name}"):
             continue
         pm.register(module, name=f"{dist}:{ep.name}")
     pm.check_pending()
     return pm
 
 
+#: plugin name -> why it was skipped, for error messages that mention it.
+BROKEN: dict[str, str] = {}
+
+
+def _report_broken(name: str, why: str) -> None:
+    if BROKEN.get(name) == why:
+        return
+    BROKEN[name] = why
+    message = f"The Skyward plugin {name} {why}; it is skipped. Reinstall or remove that distribution."
+    # A warning, not a log line: discovery can run before the application configured logging,
+    # and unconfigured structlog would print on stdout, which belongs to the user.
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _collect(pm: pluggy.PluginManager, hook_name: str) -> dict[str, Any]:
+    """Call each implementation on its own, so one that raises is reported without hiding the rest."""
+    found: dict[str, Any] = {}
+    for impl in getattr(pm.hook, hook_name).get_hookimpls():
+        try:
+            result = impl.function()
+        except Exception as exc:  # noqa: BLE001 - reported, then skipped
+            _report_broken(impl.plugin_name, f"raised in {hook_name} ({type(exc).__name__}: {exc})")
+            continue
+        if result:
+            found.update(result)
+    return found
+
+
 @functools.lru_cache(maxsize=1)
 def _catalog() -> tuple[dict[str, Any], dict[str, Any]]:
     pm = plugin_manager()
-    providers: dict[str, Any] = {}
-    plugins: dict[str, Any] = {}
-    for result in pm.hook.skyward_providers():
-        providers.update(result)
-    for result in pm.hook.skyward_plugins():
-        plugins.update(result)
-    return providers, plugins
+    return _collect(pm, "skyward_providers"), _collect(pm, "skyward_plugins")
 
 
 def refresh() -> None:
@@ -90,7 +118,7 @@ def provider_class(name: str) -> Any:
         _raise_missing(f"sky.{public}", package)
     raise MissingPackageError(
         f"No provider named {name!r}; installed providers: {', '.join(sorted(found)) or 'none'}. "
-        "Providers come from packages such as skyward-aws (pip install skyward-aws)."
+        "Providers come from packages such as skyward-aws (pip install skyward-aws)." + _broken_note()
     )
 
 
@@ -106,7 +134,15 @@ def plugin_factory(name: str) -> Any:
     package = KNOWN_PLUGIN_PACKAGES.get(name)
     if package is not None:
         _raise_missing(f"sky.plugins.{name}", package)
-    raise AttributeError(f"No plugin named {name!r}; installed plugins: {', '.join(sorted(found)) or 'none'}")
+    raise AttributeError(
+        f"No plugin named {name!r}; installed plugins: {', '.join(sorted(found)) or 'none'}." + _broken_note()
+    )
+
+
+def _broken_note() -> str:
+    if not BROKEN:
+        return ""
+    return " Skipped because broken: " + "; ".join(f"{n} {why}" for n, why in BROKEN.items())
 
 
 def _raise_missing(public: str, package: str) -> None:
