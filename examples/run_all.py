@@ -1,6 +1,6 @@
 """Run every example in order, each in its own Python process; stop loudly at the first failure.
 
-    python examples/run_all.py
+python examples/run_all.py
 """
 
 import subprocess
@@ -20,7 +20,9 @@ def main() -> int:
         result = subprocess.run([sys.executable, str(HERE / name)], check=False)
         took = time.monotonic() - start
         if result.returncode != 0:
-            print(f"\nFAILED: {name} exited with status {result.returncode} after {took:.1f}s", file=sys.stderr)
+            print(
+                f"\nFAILED: {name} exited with status {result.returncode} after {took:.1f}s", file=sys.stderr
+            )
             return result.returncode or 1
         print(f"--- {name} ok ({took:.1f}s)", flush=True)
     print(f"\nall {len(EXAMPLES)} examples passed")

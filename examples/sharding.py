@@ -23,8 +23,13 @@ def fit_my_part(x: np.ndarray, y: np.ndarray) -> dict:
     # shuffle=True with a fixed seed gives every node the same permutation, hence disjoint parts.
     x_part, y_part = sky.shard(x, y, shuffle=True, seed=42)
     slope = float(np.dot(x_part, y_part) / np.dot(x_part, x_part))  # least squares through the origin
-    return {"node": sky.instance_info().node, "type": type(x_part).__name__, "rows": len(x_part),
-            "slope": slope, "ids": sorted(int(v) for v in x_part)}
+    return {
+        "node": sky.instance_info().node,
+        "type": type(x_part).__name__,
+        "rows": len(x_part),
+        "slope": slope,
+        "ids": sorted(int(v) for v in x_part),
+    }
 
 
 if __name__ == "__main__":

@@ -14,10 +14,15 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
-def run_example(name: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_example(name: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python examples/<name>` from the repository root, as the README tells a newcomer to run it."""
     result = subprocess.run(
-        [sys.executable, str(cwd / "examples" / name) if cwd == ROOT else str(cwd / name)],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
+        [sys.executable, f"examples/{name}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     assert result.returncode == 0, f"{name} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
     return result
@@ -99,8 +104,12 @@ def test_run_all_stops_loudly_at_the_first_failure(tmp_path: Path) -> None:
     (tmp_path / "parallel.py").write_text("import sys\nprint('parallel ran')\nsys.exit(3)\n")
     (tmp_path / "broadcast.py").write_text("print('broadcast ran')\n")
     result = subprocess.run(
-        [sys.executable, str(tmp_path / "run_all.py")], cwd=tmp_path, capture_output=True, text=True,
-        timeout=60, check=False,
+        [sys.executable, str(tmp_path / "run_all.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 3
     assert "hello ran" in result.stdout and "parallel ran" in result.stdout

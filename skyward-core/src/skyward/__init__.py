@@ -82,6 +82,7 @@ ComputePool = Pool
 #: Older names kept as aliases.
 compute = function
 PendingCompute = PendingFunction
+Metrics = Metric
 
 __version__ = "0.1.0"
 
@@ -103,7 +104,7 @@ __all__ = [
     "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Compute", "ComputePool", "ConfigurationError",
     "DistributedSampler", "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
     "InstanceLaunched", "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "InstanceRequested",
-    "InstanceRunning", "Local", "Log", "LogConfig", "Metric", "MissingPackageError", "MultiPool", "NetworkInfo",
+    "InstanceRunning", "Local", "Log", "LogConfig", "Metric", "Metrics", "MissingPackageError", "MultiPool", "NetworkInfo",
     "NoActivePoolError", "NodeLost", "NodeLostError", "NodeReady", "Nodes", "Options", "PeerInfo",
     "PendingCompute", "PendingFunction", "PendingFunctionGroup", "PipIndex", "Plugin", "PluginError", "Pool",
     "PoolClosedError", "RemoteError", "RemoteFunction", "S3Volume", "SerializationError", "Session",

@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from typing import Any, Generic, TypeVar, overload
 
 import attrs
+import cloudpickle
 
 from skyward.errors import ConfigurationError, NoActivePoolError
 
@@ -69,6 +70,16 @@ class PendingFunction(Generic[R]):
 
     def __repr__(self) -> str:
         return f"PendingFunction({self.name}, args={len(self.args)}, kwargs={sorted(self.kwargs)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Plain `pickle` must work too: a module-level @sky.function's name points at the wrapper,
+        # so the function itself is pickled by value through cloudpickle.
+        return (_rebuild_pending, (cloudpickle.dumps((self.fn, self.args, self.kwargs, self.timeout)),))
+
+
+def _rebuild_pending(data: bytes) -> PendingFunction[Any]:
+    fn, args, kwargs, timeout = cloudpickle.loads(data)
+    return PendingFunction(fn, args, kwargs, timeout)
 
 
 @attrs.frozen

@@ -176,6 +176,7 @@ class Pool:
 
     def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
         """Run once on every node; results in node-index order."""
+        self._require_running()  # a closed pool has no nodes: say so rather than return []
         nodes = self._node_indices()
         tasks = [self._prepare(pending, index, fn_cache={}) for index in nodes]
         self._submit(tasks)
@@ -421,18 +422,31 @@ class Pool:
         self.bus.emit(ClusterRequested(spec_summary=_describe(self.specs), nodes=self.specs[0].nodes.desired, pool=self.name))
         started = time.monotonic()
         errors: list[str] = []
-        for spec in self.specs:
+        for spec in self._specs_in_selection_order():
             try:
                 await self._start_spec(spec)
                 break
             except Exception as exc:
                 errors.append(f"{spec.provider_config().name}: {exc}")
-                if spec is self.specs[-1]:
+                if len(errors) == len(self.specs):
                     raise
                 self.bus.emit(Error(message=f"falling back after {errors[-1]}", fatal=False, pool=self.name))
                 await self._stop("fallback")
                 self._closing = False
         self.bus.emit(ClusterReady(nodes=self.current_nodes(), seconds=time.monotonic() - started, pool=self.name))
+
+    def _specs_in_selection_order(self) -> list[Any]:
+        """`selection="first"`: as written; `"cheapest"`: by the providers' hourly price, unknown last."""
+        specs = list(self.specs)
+        if self.options.selection != "cheapest":
+            return specs
+
+        def price(spec: Any) -> float:
+            estimate = getattr(spec.provider_config(), "hourly_price", None)
+            value = estimate(spec) if estimate is not None else None
+            return float("inf") if value is None else float(value) * spec.nodes.desired
+
+        return sorted(specs, key=price)
 
     async def _start_spec(self, spec: Any) -> None:
         self.spec = spec
@@ -444,10 +458,10 @@ class Pool:
         self._worker_plugins = self.hooks.worker_plugins()
         count = spec.nodes.desired
         instances = await self._provider.provision(self.cluster, list(range(count)))
-        self.bus.emit(ClusterProvisioned(nodes=len(instances), pool=self.name))
         for instance in instances:
             self._instances[instance.node] = instance
             self.bus.emit(InstanceProvisioned(node=instance.node, instance_id=instance.id, instance=None, pool=self.name))
+        self.bus.emit(ClusterProvisioned(nodes=len(instances), pool=self.name))
         starts = [asyncio.ensure_future(self._start_node(i.node, i, count)) for i in instances]
         needed = spec.nodes.min or count
         done = 0

@@ -36,6 +36,10 @@ class Local:
     def create(self) -> LocalProvider:
         return LocalProvider()
 
+    def hourly_price(self, spec: Spec) -> float:
+        """What a node costs per hour, for `Options(selection="cheapest")`: nothing, here."""
+        return 0.0
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -68,8 +72,15 @@ class LocalProvider(Provider):
         if missing:
             warnings.warn(
                 f"sky.Local() runs workers with this interpreter, which lacks {', '.join(missing)}: "
-                f"pip install {' '.join(missing)} here, or use sky.Local(isolated=True) / a remote "
-                "provider to have the bootstrap install them.",
+                f"pip install {' '.join(missing)} here, or use a remote provider, whose bootstrap "
+                "installs Image.pip.",
+                stacklevel=2,
+            )
+        if spec.volumes:
+            mounts = ", ".join(v.mount for v in spec.volumes)
+            warnings.warn(
+                f"sky.Local() does not mount volumes ({mounts}); tasks see this machine's filesystem. "
+                "Volumes are mounted by remote providers.",
                 stacklevel=2,
             )
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=free_port())
