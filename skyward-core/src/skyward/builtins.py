@@ -14,13 +14,13 @@ from skyward.hookspecs import hookimpl
 
 #: public name -> (module, factory) of the plugins that ship with core.
 BUILTIN_PLUGINS = {
-    "keras": ("skyward.plugins.keras", "keras"),
-    "joblib": ("skyward.plugins.joblib", "joblib"),
-    "sklearn": ("skyward.plugins.joblib", "sklearn"),
-    "cuml": ("skyward.plugins.cuml", "cuml"),
-    "mig": ("skyward.plugins.mig", "mig"),
-    "mps": ("skyward.plugins.mps", "mps"),
-    "huggingface": ("skyward.plugins.huggingface", "huggingface"),
+    "keras": ("skyward.plugins.builtin.keras", "keras"),
+    "joblib": ("skyward.plugins.builtin.joblib", "joblib"),
+    "sklearn": ("skyward.plugins.builtin.joblib", "sklearn"),
+    "cuml": ("skyward.plugins.builtin.cuml", "cuml"),
+    "mig": ("skyward.plugins.builtin.mig", "mig"),
+    "mps": ("skyward.plugins.builtin.mps", "mps"),
+    "huggingface": ("skyward.plugins.builtin.huggingface", "huggingface"),
 }
 
 

@@ -1,7 +1,8 @@
 """Hook implementations that skyward-core discovers through the `skyward` entry point.
 
-This distribution registers no names yet: until it does, `skyward.registry` reports that the
-package is installed but offers nothing, instead of handing out a class that fails later.
+`sky.plugins.jax` resolves here. The plugin module imports only skyward-core and the standard
+library; JAX itself is imported by the plugin's hook on the workers, so discovering this name (and
+building the plugin on the client) never imports a framework.
 """
 
 from __future__ import annotations
@@ -16,4 +17,6 @@ def skyward_providers() -> dict[str, object]:
 
 @hookimpl
 def skyward_plugins() -> dict[str, object]:
-    return {}
+    from skyward_jax.jax_plugin import jax
+
+    return {"jax": jax}

@@ -1,7 +1,8 @@
 """Hook implementations that skyward-core discovers through the `skyward` entry point.
 
-This distribution registers no names yet: until it does, `skyward.registry` reports that the
-package is installed but offers nothing, instead of handing out a class that fails later.
+`sky.plugins.torch` and `sky.plugins.accelerate` resolve here. The plugin modules import only
+skyward-core and the standard library; torch is imported by the hooks on the workers, so
+discovering these names (and building the plugins on the client) never imports a framework.
 """
 
 from __future__ import annotations
@@ -16,4 +17,7 @@ def skyward_providers() -> dict[str, object]:
 
 @hookimpl
 def skyward_plugins() -> dict[str, object]:
-    return {}
+    from skyward_torch.accelerate_plugin import accelerate
+    from skyward_torch.torch_plugin import torch
+
+    return {"torch": torch, "accelerate": accelerate}

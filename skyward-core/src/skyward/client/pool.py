@@ -163,7 +163,9 @@ class Pool:
         task = self._prepare(pending, target)
         stream = None
         if task.generator:
-            stream = RemoteGenerator(task, lambda n: self._call(self._grant, task, n), lambda: self._call(self._cancel, task))
+            stream = RemoteGenerator(
+                task, lambda n: self._call(self._grant, task, n), lambda: self._call(self._cancel, task)
+            )
         self._submit([task])
         if stream is not None:
             return stream

@@ -1,0 +1,249 @@
+"""`sky.plugins.torch()`: PyTorch on the workers, with the default process group already formed.
+
+Two hooks:
+
+- ``transform`` adds ``torch`` (and optionally ``torchvision``/``torchaudio``) to the image's pip
+  packages, and routes exactly those packages to PyTorch's wheel index for the chosen CUDA build
+  (``https://download.pytorch.org/whl/<cuda>``; ``cuda="cpu"`` is the CPU-only index).
+- ``around_app`` runs once per worker process, lazily on its first task (see
+  ``skyward.worker.lifecycle``): it exports the ``torch.distributed`` environment variables and
+  calls ``init_process_group(init_method="env://")``, then destroys the group when the worker
+  shuts down.
+
+Topology, from the worker's ``InstanceInfo``:
+
+- ``MASTER_ADDR``      = ``info.head_addr``            (the head node's private address)
+- ``MASTER_PORT``      = ``str(info.head_port)``       (the rendezvous port on the head node)
+- ``WORLD_SIZE``       = ``info.total_workers``        (nodes x workers per node)
+- ``RANK``             = ``info.global_worker_index``  (``node * workers_per_node + worker``)
+- ``LOCAL_RANK``       = ``info.worker``               (this worker's index on its node)
+- ``LOCAL_WORLD_SIZE`` = ``info.workers_per_node``     (workers on each node)
+
+When the worker was started by a process launcher that already exported the topology (the
+``accelerate`` plugin runs it under ``torch.distributed.run``, which sets ``TORCHELASTIC_RUN_ID``),
+the launcher's values are kept: it may have started several processes per node, which only it
+knows how to number.
+
+``init_process_group`` is a collective: every rank blocks in it until all have arrived. The group
+forms on the first task each worker runs, so the first task must reach every node, i.e. dispatch
+it with ``@`` (broadcast), as distributed training does anyway.
+
+User code written for ``torchrun`` calls ``dist.init_process_group(...)`` (and often
+``dist.destroy_process_group()``) itself. While the plugin's group exists those two calls would
+fail (or tear down a group that later tasks rely on), so for the lifetime of the context the
+plugin replaces the two *public* names ``torch.distributed.init_process_group`` and
+``torch.distributed.destroy_process_group`` with thin wrappers:
+
+- ``init_process_group(...)`` returns without doing anything when the default group already
+  exists (warning if a different backend was asked for), and otherwise forwards to torch;
+- ``destroy_process_group()`` of the default group is a no-op, the plugin owns it; destroying a
+  subgroup (``destroy_process_group(group)``) forwards to torch.
+
+Only the attributes of the ``torch.distributed`` package are replaced, not the functions in
+``torch.distributed.distributed_c10d`` that torch itself calls, and the originals are put back
+when the context exits.
+
+Limits: one process per worker is assumed (``WORLD_SIZE`` counts workers; the pool starts one
+worker process per node today), and tasks must run under the default ``thread`` executor: under
+``executor="process"`` they run in subprocesses that are not members of the group.
+
+Nothing here imports torch until a hook runs on a worker, so the client needs no torch.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from skyward.errors import ConfigurationError
+from skyward.image import Image, PipIndex
+from skyward.plugin import Plugin
+
+__all__ = ["TORCH_INDEX", "distributed_env", "torch", "wheel_packages"]
+
+#: PyTorch's wheel index; the CUDA build (``cu128``, ``cpu``, ...) is the last path segment.
+TORCH_INDEX = "https://download.pytorch.org/whl"
+
+#: Environment variables the process group is formed from (``init_method="env://"``).
+TOPOLOGY_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+
+_SPECIFIER_START = ("=", "<", ">", "!", "~")
+
+
+def _requirement(name: str, version: str | bool | None, option: str) -> str | None:
+    """``torchvision`` for True/"latest", ``torchvision==0.20.0`` for "0.20.0", as given for ">=0.20"."""
+    if version is None or version is False:
+        return None
+    if version is True or version == "latest":
+        return name
+    if not isinstance(version, str) or not version.strip():
+        raise ConfigurationError(
+            f"torch({option}={version!r}): expected True, 'latest' or a version string such as '2.6.0'"
+        )
+    version = version.strip()
+    return f"{name}{version}" if version.startswith(_SPECIFIER_START) else f"{name}=={version}"
+
+
+def wheel_packages(
+    version: str = "latest", vision: str | bool | None = None, audio: str | bool | None = None
+) -> tuple[str, ...]:
+    """The pip requirements the plugin adds, in order: torch, then torchvision, then torchaudio."""
+    if not isinstance(version, str):
+        raise ConfigurationError(f"torch(version={version!r}): expected 'latest' or a version like '2.6.0'")
+    found = (
+        _requirement("torch", version, "version"),
+        _requirement("torchvision", vision, "vision"),
+        _requirement("torchaudio", audio, "audio"),
+    )
+    return tuple(req for req in found if req is not None)
+
+
+def _package_name(requirement: str) -> str:
+    for index, char in enumerate(requirement):
+        if char in _SPECIFIER_START:
+            return requirement[:index]
+    return requirement
+
+
+def distributed_env(info: Any) -> dict[str, str]:
+    """The ``torch.distributed`` topology of the worker ``info`` describes (see the module docstring)."""
+    return {
+        "MASTER_ADDR": str(info.head_addr),
+        "MASTER_PORT": str(info.head_port),
+        "WORLD_SIZE": str(info.total_workers),
+        "RANK": str(info.global_worker_index),
+        "LOCAL_RANK": str(info.worker),
+        "LOCAL_WORLD_SIZE": str(info.workers_per_node),
+    }
+
+
+@contextmanager
+def _set_env(values: dict[str, str]) -> Iterator[None]:
+    """Export ``values``; on exit put back what was there before (or remove what was not)."""
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def _default_group_owned(dist: Any) -> Iterator[None]:
+    """Make user calls to init/destroy the default group harmless while the plugin owns it.
+
+    See the module docstring: only ``torch.distributed.init_process_group`` and
+    ``torch.distributed.destroy_process_group`` are replaced, and restored on exit.
+    """
+    original_init = dist.init_process_group
+    original_destroy = dist.destroy_process_group
+
+    @functools.wraps(original_init)
+    def init_process_group(*args: Any, **kwargs: Any) -> None:
+        if not dist.is_initialized():
+            return original_init(*args, **kwargs)
+        requested = kwargs.get("backend", args[0] if args else None)
+        current = dist.get_backend()
+        if requested is not None and str(requested).lower() not in str(current).lower():
+            warnings.warn(
+                f"torch.distributed.init_process_group(backend={requested!r}) was skipped: the torch plugin "
+                f"already formed the default process group with backend {current!r}. Choose the backend "
+                f"with sky.plugins.torch(backend={requested!r}).",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return None
+
+    @functools.wraps(original_destroy)
+    def destroy_process_group(group: Any = None) -> None:
+        if group is None or group is dist.GroupMember.WORLD:
+            return None  # the plugin's group lives as long as the worker
+        return original_destroy(group)
+
+    dist.init_process_group = init_process_group
+    dist.destroy_process_group = destroy_process_group
+    try:
+        yield
+    finally:
+        dist.init_process_group = original_init
+        dist.destroy_process_group = original_destroy
+
+
+def torch(
+    *,
+    backend: str | None = None,
+    cuda: str = "cu128",
+    version: str = "latest",
+    vision: str | bool | None = None,
+    audio: str | bool | None = None,
+    timeout: float | None = None,
+) -> Plugin:
+    """PyTorch with its CUDA wheel index, and a ``torch.distributed`` process group on every worker.
+
+    Parameters
+    ----------
+    backend
+        Process group backend; ``None`` picks ``"nccl"`` where CUDA is available and ``"gloo"``
+        otherwise (decided on the worker).
+    cuda
+        The wheel build on PyTorch's index: ``"cu128"``, ``"cu126"``, ..., or ``"cpu"``.
+    version
+        ``"latest"`` (unpinned), a version (``"2.6.0"`` -> ``torch==2.6.0``) or a specifier
+        (``">=2.5"``).
+    vision, audio
+        Also install torchvision / torchaudio: ``True`` or ``"latest"`` unpinned, or a version as
+        for ``version``.
+    timeout
+        Seconds for the rendezvous and for collectives (``init_process_group(timeout=...)``);
+        ``None`` keeps torch's default.
+    """
+    if not isinstance(cuda, str) or not cuda.strip() or "/" in cuda:
+        raise ConfigurationError(f"torch(cuda={cuda!r}): expected a wheel build such as 'cu128' or 'cpu'")
+    if backend is not None and (not isinstance(backend, str) or not backend.strip()):
+        raise ConfigurationError(f"torch(backend={backend!r}): expected 'nccl', 'gloo' or None (automatic)")
+    bad_timeout = isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    if timeout is not None and bad_timeout:
+        raise ConfigurationError(f"torch(timeout={timeout!r}): expected a positive number of seconds or None")
+    requirements = wheel_packages(version, vision, audio)
+    names = tuple(_package_name(requirement) for requirement in requirements)
+    index = PipIndex(url=f"{TORCH_INDEX}/{cuda.strip()}", packages=names)
+
+    def transform(image: Image, cluster: Any) -> Image:
+        return image.with_pip(*requirements).with_pip_index(index)
+
+    @contextmanager
+    def around_app(info: Any) -> Iterator[None]:
+        import torch as _torch
+        import torch.distributed as dist
+
+        if os.environ.get("TORCHELASTIC_RUN_ID") and all(name in os.environ for name in TOPOLOGY_VARIABLES):
+            topology: dict[str, str] = {}  # a launcher (torchrun, accelerate) numbered this process
+        else:
+            topology = distributed_env(info)
+        chosen = backend or ("nccl" if _torch.cuda.is_available() else "gloo")
+        destroy = dist.destroy_process_group  # the real one, whatever the wrapper below does
+        with _set_env(topology):
+            created = False
+            if not dist.is_initialized():
+                options: dict[str, Any] = {"backend": chosen, "init_method": "env://"}
+                if timeout is not None:
+                    options["timeout"] = datetime.timedelta(seconds=timeout)
+                dist.init_process_group(**options)
+                created = True
+            try:
+                with _default_group_owned(dist):
+                    yield
+            finally:
+                if created and dist.is_initialized():
+                    destroy()
+
+    return Plugin.create("torch").with_image_transform(transform).with_around_app(around_app)
