@@ -53,6 +53,7 @@ from skyward.function import (
 from skyward.hooks import PoolHooks
 from skyward.instance import InstanceInfo, PeerInfo
 from skyward.plugin import LaunchCommand, LaunchContext
+from skyward.providers.base import NodeSetup
 from skyward.messages import Hello, StreamRef, TaskMessage, function_key, pickle_function
 from skyward.wire import Kind, check_picklable, encode
 
@@ -481,6 +482,11 @@ class Pool:
                 pending.cancel()
             raise failure or RuntimeError("nodes failed to start")
 
+    def _bootstrap_timeout(self) -> float:
+        """`Options.bootstrap_timeout` when set, else the image's own."""
+        option = self.options.bootstrap_timeout
+        return float(option if option is not None else self.image.bootstrap_timeout)
+
     def _launch_command(self, index: int, total: int) -> LaunchCommand:
         """The worker's start command, folded through every plugin's launcher in plugin order."""
         instance, head = self._instances[index], self._instances.get(0, self._instances[index])
@@ -514,8 +520,11 @@ class Pool:
         )
 
     async def _start_node(self, index: int, instance: Any, total: int) -> NodeHandle:
-        launch = self._launch_command(index, total)
-        channel = await self._provider.connect(self.cluster, instance, self.image, launch)
+        setup = NodeSetup(
+            image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
+            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(),
+        )
+        channel = await self._provider.connect(self.cluster, instance, setup)
         info = self._instance_info(index, total)
         node = NodeHandle(
             index, instance, info, channel, self.worker.concurrency + self.worker.buffer,

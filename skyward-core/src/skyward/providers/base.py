@@ -8,13 +8,12 @@ back SSH-reachable `Instance`s; Local hands back processes on this machine.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 if TYPE_CHECKING:
-    from skyward.image import Image
-    from skyward.plugin import LaunchCommand
     from skyward.spec import Spec
     from skyward.transport.base import Channel
 
@@ -49,6 +48,23 @@ class Cluster:
     state: dict[str, Any] = attrs.field(factory=dict, hash=False)
 
 
+@attrs.frozen(kw_only=True)
+class NodeSetup:
+    """Everything a provider needs to turn an instance into a running worker.
+
+    `ops` are the plugins' bootstrap ops (appended after the image phases); `emit` publishes
+    bootstrap events on the pool's bus; `launch` is the final worker command after every plugin
+    launcher folded over it.
+    """
+
+    image: Any
+    ops: tuple[Any, ...]
+    launch: Any
+    emit: Callable[[Any], None]
+    bootstrap_timeout: float
+    secrets: tuple[str, ...] = ()
+
+
 class ProviderConfig(Protocol):
     """What every provider config offers: a name for events and a factory for the worker side."""
 
@@ -70,8 +86,8 @@ class Provider(abc.ABC):
         """Start one instance per node index in `nodes`."""
 
     @abc.abstractmethod
-    async def connect(self, cluster: Cluster, instance: Instance, image: Image, launch: LaunchCommand) -> Channel:
-        """Start the worker on `instance` with the rendered `launch` command; return its channel."""
+    async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> Channel:
+        """Bootstrap `instance` if needed, start its worker with `setup.launch`; return the channel."""
 
     def python_bin(self, cluster: Cluster) -> str:
         """The interpreter workers run under (the bootstrapped venv's, on remote hosts)."""

@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from skyward.providers.base import Cluster, Instance, Provider
+from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.transport.pipes import PipeChannel
 
 if TYPE_CHECKING:
-    from skyward.image import Image
-    from skyward.plugin import LaunchCommand
     from skyward.spec import Spec
 
 
@@ -94,7 +92,8 @@ class LocalProvider(Provider):
     def venv_dir(self, cluster: Cluster) -> str:
         return sys.prefix
 
-    async def connect(self, cluster: Cluster, instance: Instance, image: Image, launch: LaunchCommand) -> PipeChannel:
+    async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> PipeChannel:
+        image, launch = setup.image, setup.launch
         env = dict(os.environ)
         env.update({k: str(v) for k, v in image.env.items()})
         includes = [os.path.abspath(p) for p in image.includes]
