@@ -2,5 +2,11 @@
 # Install everything the test suite needs on a fresh machine, then run the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The SSH tests run real OpenSSH servers on loopback: install Debian's sshd when it is missing.
+if ! command -v sshd >/dev/null 2>&1 && ! /usr/sbin/sshd -V >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y openssh-server
+fi
 bash scripts/install.sh -r requirements-test.txt
 python3 -m pytest tests "$@"

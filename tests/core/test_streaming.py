@@ -126,7 +126,8 @@ def test_breaking_out_of_the_loop_cancels_the_remote_generator(pool: sky.Pool, t
     for item in recording_counter(str(log)) >> pool:
         if item == 5:
             break
-    assert wait_until(lambda: Path(f"{log}.closed").exists(), timeout=10), "the remote generator was not closed"
+    closed = wait_until(lambda: Path(f"{log}.closed").exists(), timeout=10)
+    assert closed, "the remote generator was not closed"
     stopped_at = produced(log)
     time.sleep(0.3)
     assert produced(log) == stopped_at <= 6 + WINDOW + 1
@@ -204,3 +205,16 @@ def test_unhandled_client_iterator_error_comes_back_to_the_caller(pool: sky.Pool
     with pytest.raises(KeyError, match="client-side"):
         total(broken()) >> pool
     assert_pool_works(pool)
+
+
+def test_broadcast_of_a_generator_gives_each_nodes_items_as_a_list(pool: sky.Pool) -> None:
+    assert squares(40) @ pool == [[i * i for i in range(40)]] * 2
+
+
+def test_future_of_a_generator_resolves_to_all_its_items(pool: sky.Pool) -> None:
+    assert (squares(30) > pool).result(timeout=30) == [i * i for i in range(30)]
+
+
+def test_gather_and_map_collect_generator_items_per_call(pool: sky.Pool) -> None:
+    assert sky.gather(squares(3), squares(2)) >> pool == ([0, 1, 4], [0, 1])
+    assert pool.map(squares.fn, [1, 20])[1] == [i * i for i in range(20)]

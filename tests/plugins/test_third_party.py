@@ -72,4 +72,4 @@ def test_autoload_can_be_disabled_for_third_party_distributions(venv: Path) -> N
         [str(venv), "-c", code], capture_output=True, text=True, timeout=60,
         env={"SKYWARD_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/usr/bin:/bin"},
     )
-    assert result.stdout.strip() == "['Local']"
+    assert result.stdout.strip() == "['Local', 'SSH']"

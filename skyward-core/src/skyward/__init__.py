@@ -18,77 +18,105 @@ This module is the whole public surface; everything else may change.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from skyward import accelerators, plugins
-from skyward import time as time
-from skyward.client.pool import Pool
-from skyward.client.session import MultiPool, Session, pool
-from skyward.errors import (
-    BootstrapFailed,
-    ConfigurationError,
-    MissingPackageError,
-    NodeLostError,
-    NoActivePoolError,
-    PluginError,
-    PoolClosedError,
-    RemoteError,
-    SerializationError,
-    SkywardError,
-)
-from skyward.events import (
-    BootstrapCommand,
-    BootstrapConsole,
-    BootstrapError,
-    BootstrapPhase,
-    BootstrapRequested,
-    ClusterDestroyed,
-    ClusterProvisioned,
-    ClusterReady,
-    ClusterRequested,
-    Error,
-    Event,
-    InstanceBootstrapped,
-    InstanceDestroyed,
-    InstanceLaunched,
-    InstancePreempted,
-    InstanceProvisioned,
-    InstanceReplaced,
-    InstanceRequested,
-    InstanceRunning,
-    Log,
-    Metric,
-    NodeLost,
-    NodeReady,
-    ShutdownRequested,
-    TaskCompleted,
-    TaskRetried,
-    TaskStarted,
-)
+# The public names resolve on first use (PEP 562), so `python -m skyward.worker`, which imports
+# this package first, does not pay for the client (asyncio, structlog, rich, the event classes):
+# a worker starts in a fraction of the time. `function` is imported here because the submodule of
+# the same name would otherwise replace the decorator as an attribute once something imports it.
 from skyward.function import PendingFunction, PendingFunctionGroup, RemoteFunction, function, gather
-from skyward.image import DEFAULT_IMAGE, Image, PipIndex
-from skyward.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
-from skyward.options import LogConfig, Options, Worker
-from skyward.output import CallbackWriter, redirect_output, silent, stderr, stdout
-from skyward.plugin import Plugin
-from skyward.providers.local import Local
-from skyward.runtime import instance_info, is_head
-from skyward.sharding import DistributedSampler, shard
-from skyward.spec import Nodes, S3Volume, Spec, Volume
 
-#: The pool context manager (the newer name); `ComputePool` is the older one.
-Compute = Pool
-ComputePool = Pool
-#: Older names kept as aliases.
-compute = function
-PendingCompute = PendingFunction
-Metrics = Metric
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "skyward.bootstrap.planning": ("plan",),
+    "skyward.client.pool": ("Pool",),
+    "skyward.client.session": ("MultiPool", "Session", "pool"),
+    "skyward.errors": (
+        "BootstrapFailed", "ConfigurationError", "HostKeyError", "MissingPackageError", "NodeLostError",
+        "NoActivePoolError", "PluginError", "PoolClosedError", "RemoteError", "SerializationError",
+        "SkywardError",
+    ),
+    "skyward.events": (
+        "BootstrapCommand", "BootstrapConsole", "BootstrapError", "BootstrapPhase", "BootstrapRequested",
+        "ClusterDestroyed", "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Error", "Event",
+        "InstanceBootstrapped", "InstanceDestroyed", "InstanceLaunched", "InstancePreempted",
+        "InstanceProvisioned", "InstanceReplaced", "InstanceRequested", "InstanceRunning", "Log", "Metric",
+        "NodeLost", "NodeReady", "ShutdownRequested", "TaskCompleted", "TaskRetried", "TaskStarted",
+    ),
+    "skyward.image": ("DEFAULT_IMAGE", "Image", "PipIndex"),
+    "skyward.instance": ("AcceleratorInfo", "InstanceInfo", "NetworkInfo", "PeerInfo"),
+    "skyward.options": ("LogConfig", "Options", "Worker"),
+    "skyward.output": ("CallbackWriter", "redirect_output", "silent", "stderr", "stdout"),
+    "skyward.plugin": ("Plugin",),
+    "skyward.providers.local": ("Local",),
+    "skyward.runtime": ("instance_info", "is_head"),
+    "skyward.sharding": ("DistributedSampler", "shard"),
+    "skyward.spec": ("Nodes", "S3Volume", "Spec", "Volume"),
+}
+#: Subpackages and modules that are public attributes.
+_MODULES = ("accelerators", "plugins", "time")
+#: Other names for the same objects: the newer `Compute` and the older names kept as aliases.
+_ALIASES = {"Compute": "Pool", "ComputePool": "Pool", "PendingCompute": "PendingFunction", "Metrics": "Metric"}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+compute = function  # the older name of the decorator
+
+if TYPE_CHECKING:
+    from skyward import accelerators, plugins
+    from skyward import time as time
+    from skyward.bootstrap.planning import plan
+    from skyward.client.pool import Pool
+    from skyward.client.session import MultiPool, Session, pool
+    from skyward.errors import (
+        BootstrapFailed, ConfigurationError, HostKeyError, MissingPackageError, NodeLostError,
+        NoActivePoolError, PluginError, PoolClosedError, RemoteError, SerializationError, SkywardError,
+    )
+    from skyward.events import (
+        BootstrapCommand, BootstrapConsole, BootstrapError, BootstrapPhase, BootstrapRequested,
+        ClusterDestroyed, ClusterProvisioned, ClusterReady, ClusterRequested, Error, Event,
+        InstanceBootstrapped, InstanceDestroyed, InstanceLaunched, InstancePreempted, InstanceProvisioned,
+        InstanceReplaced, InstanceRequested, InstanceRunning, Log, Metric, NodeLost, NodeReady,
+        ShutdownRequested, TaskCompleted, TaskRetried, TaskStarted,
+    )
+    from skyward.image import DEFAULT_IMAGE, Image, PipIndex
+    from skyward.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
+    from skyward.options import LogConfig, Options, Worker
+    from skyward.output import CallbackWriter, redirect_output, silent, stderr, stdout
+    from skyward.plugin import Plugin
+    from skyward.providers.local import Local
+    from skyward.runtime import instance_info, is_head
+    from skyward.sharding import DistributedSampler, shard
+    from skyward.spec import Nodes, S3Volume, Spec, Volume
+
+    Compute = Pool
+    ComputePool = Pool
+    PendingCompute = PendingFunction
+    Metrics = Metric
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    """Provider classes from other distributions (`sky.AWS`, `sky.RunPod`) resolve on first use."""
+    """Public names on first use; provider classes from other distributions (`sky.AWS`, `sky.RunPod`)."""
+    target = _ALIASES.get(name, name)
+    module = _WHERE.get(target)
+    if target in globals():
+        value = globals()[target]
+    elif module is not None:
+        value = getattr(importlib.import_module(module), target)
+    elif name in _MODULES:
+        value = importlib.import_module(f"skyward.{name}")
+    else:
+        return _provider_class(name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def _provider_class(name: str) -> Any:
     if name.startswith("__") or not name[:1].isupper():
         raise AttributeError(f"module 'skyward' has no attribute {name!r}")
     from skyward.registry import KNOWN_PROVIDER_PACKAGES, provider_class, providers
@@ -102,13 +130,14 @@ __all__ = [
     "DEFAULT_IMAGE", "AcceleratorInfo", "BootstrapCommand", "BootstrapConsole", "BootstrapError",
     "BootstrapFailed", "BootstrapPhase", "BootstrapRequested", "CallbackWriter", "ClusterDestroyed",
     "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Compute", "ComputePool", "ConfigurationError",
-    "DistributedSampler", "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
+    "DistributedSampler", "Error", "Event", "HostKeyError", "Image", "InstanceBootstrapped", "InstanceDestroyed",
+    "InstanceInfo",
     "InstanceLaunched", "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "InstanceRequested",
     "InstanceRunning", "Local", "Log", "LogConfig", "Metric", "Metrics", "MissingPackageError", "MultiPool", "NetworkInfo",
     "NoActivePoolError", "NodeLost", "NodeLostError", "NodeReady", "Nodes", "Options", "PeerInfo",
     "PendingCompute", "PendingFunction", "PendingFunctionGroup", "PipIndex", "Plugin", "PluginError", "Pool",
     "PoolClosedError", "RemoteError", "RemoteFunction", "S3Volume", "SerializationError", "Session",
     "ShutdownRequested", "SkywardError", "Spec", "TaskCompleted", "TaskRetried", "TaskStarted", "Volume",
-    "Worker", "accelerators", "plugins", "compute", "function", "gather", "instance_info", "is_head", "pool",
+    "Worker", "accelerators", "plugins", "compute", "function", "gather", "instance_info", "is_head", "plan", "pool",
     "redirect_output", "shard", "silent", "stderr", "stdout", "time",
 ]

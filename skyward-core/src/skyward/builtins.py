@@ -38,8 +38,9 @@ def _lazy(module: str, attr: str) -> Callable[..., Any]:
 @hookimpl
 def skyward_providers() -> dict[str, Any]:
     from skyward.providers.local import Local
+    from skyward.providers.ssh import SSH
 
-    return {"Local": Local}
+    return {"Local": Local, "SSH": SSH}
 
 
 @hookimpl

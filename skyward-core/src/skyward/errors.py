@@ -52,4 +52,41 @@ class PluginError(SkywardError):
 
 
 class BootstrapFailed(SkywardError):
-    """A bootstrap phase failed on a node."""
+    """A bootstrap phase failed on a node.
+
+    `node`, `phase` (`"timeout"` when `bootstrap_timeout` ran out), `command` (the failing shell
+    command, secrets masked) and `output_tail` (the last lines of output, masked) say where and why;
+    the message repeats them, so a traceback alone is enough to act on.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node: int | None = None,
+        phase: str = "",
+        command: str = "",
+        output_tail: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.node = node
+        self.phase = phase
+        self.command = command
+        self.output_tail = output_tail
+
+    def __reduce__(self):  # keyword fields survive pickling (e.g. across a worker boundary)
+        return (_rebuild_bootstrap_failed, (str(self), self.node, self.phase, self.command, self.output_tail))
+
+
+def _rebuild_bootstrap_failed(
+    message: str, node: int | None, phase: str, command: str, output_tail: str
+) -> BootstrapFailed:
+    return BootstrapFailed(message, node=node, phase=phase, command=command, output_tail=output_tail)
+
+
+class HostKeyError(SkywardError, ConnectionError):
+    """An SSH host's key is unknown or differs from the trusted one; the connection was refused.
+
+    The message names the host, the fingerprint it presented and how to trust it (ssh-keyscan,
+    known_hosts); Skyward never accepts an unverified host key.
+    """

@@ -404,6 +404,10 @@ class EventBus:
 
         return unsubscribe
 
+    def listens(self, event_type: type[Event]) -> bool:
+        """Whether an event of `event_type` would reach a handler (lets hot paths skip building it)."""
+        return any(issubclass(event_type, s.event_type) for s in self._subscriptions)
+
     def add_secret(self, value: str) -> None:
         """Mask `value` out of every event emitted from now on (credentials, tokens, keys)."""
         if value:
@@ -412,6 +416,8 @@ class EventBus:
 
     def emit(self, event: Event) -> None:
         """Deliver `event` to every matching handler; never raises because of a handler."""
+        if not self._subscriptions:  # nobody listens (console and logging off): the common fast path
+            return
         with self._lock:
             subscriptions = list(self._subscriptions)
             secrets = list(self._secrets)

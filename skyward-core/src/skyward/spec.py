@@ -273,6 +273,19 @@ def _positive(kind: Any, example: str) -> Any:
     return check
 
 
+def _provider_nodes(provider: object) -> int:
+    """How many nodes a spec has when ``nodes=`` is not given: one, or what the provider offers
+    (``sky.SSH(hosts=[a, b])`` means two)."""
+    return getattr(provider, "default_nodes", None) or 1
+
+
+def _check_provider_nodes(provider: object, nodes: Nodes) -> None:
+    """Let a provider with a fixed set of machines refuse more nodes than it has (raises)."""
+    check = getattr(provider, "check_nodes", None)
+    if check is not None:
+        check(nodes)
+
+
 def _check_image(instance: Spec, attribute: attrs.Attribute[Image], value: object) -> None:
     if not isinstance(value, Image):
         raise ConfigurationError(
@@ -298,7 +311,11 @@ class Spec:
 
     provider: object | None = attrs.field(default=None, converter=_provider)
     accelerator: Accelerator | None = attrs.field(default=None, converter=_accelerator)
-    nodes: Nodes = attrs.field(default=1, converter=normalize_nodes)
+    nodes: Nodes = attrs.field(
+        default=attrs.Factory(lambda spec: _provider_nodes(spec.provider), takes_self=True),
+        converter=normalize_nodes,
+        validator=lambda spec, _, nodes: _check_provider_nodes(spec.provider, nodes),
+    )
     vcpus: float | None = attrs.field(default=None, validator=_positive(int | float, "8"))
     memory_gb: float | None = attrs.field(default=None, validator=_positive(int | float, "32"))
     disk_gb: int | None = attrs.field(default=None, validator=_positive(int, "100"))

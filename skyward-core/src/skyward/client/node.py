@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from skyward.transport.base import Channel
 
 
+#: A node that is finishing short tasks one after another is sent more than its slots: as many
+#: as it finishes in about this long. A stream of short tasks then never waits for a round trip,
+#: while no task waits behind more than this much queued work.
+PREFETCH_HORIZON = 0.005
+#: The most tasks a node holds beyond its slots.
+PREFETCH_MAX = 64
+
+
 class NodeStartError(RuntimeError):
     pass
 
@@ -45,6 +53,9 @@ class NodeHandle:
         self._on_free = on_free
         self.inflight: dict[int, TaskState] = {}
         self.stuck: set[int] = set()
+        # Seconds between completions while busy (moving average), and the last completion.
+        self._pace: float | None = None
+        self._last_done = 0.0
         self.sent_functions: set[bytes] = set()
         self.ready = False
         self.lost = False
@@ -67,9 +78,36 @@ class NodeHandle:
         self.ready = True
         return answer
 
+    def start_pings(self, interval: float) -> None:
+        """Feed the worker's ttl watchdog: a PING every `interval` seconds while the node lives."""
+        if interval <= 0:
+            return
+
+        def ping() -> None:
+            if not self.lost:
+                self.channel.send(Kind.PING)
+                self._loop.call_later(interval, ping)
+
+        self._loop.call_later(interval, ping)
+
     @property
     def free_slots(self) -> int:
-        return self.capacity - len(self.inflight) - len(self.stuck)
+        return self.capacity + self.prefetch() - len(self.inflight) - len(self.stuck)
+
+    def prefetch(self) -> int:
+        """Tasks this node may hold beyond its slots (see `PREFETCH_HORIZON`).
+
+        None unless it finished a task within the horizon and its oldest task is younger than
+        that: a long task, or a node that was idle, gets no more than its slots.
+        """
+        if self._pace is None or self.stuck:
+            return 0
+        now = self._loop.time()
+        if now - self._last_done > PREFETCH_HORIZON:
+            return 0
+        if self.inflight and now - next(iter(self.inflight.values())).started_at > PREFETCH_HORIZON:
+            return 0
+        return min(PREFETCH_MAX, int(PREFETCH_HORIZON / max(self._pace, 1e-6)))
 
     # -- sending --------------------------------------------------------------------------------------
 
@@ -105,12 +143,16 @@ class NodeHandle:
                 self._completed(task, False, frame.payload.type_name)
         elif kind is Kind.YIELD:
             task = self.inflight.get(frame.id)
-            if task is not None and task.stream is not None:
+            if task is not None and task.collected is not None:
+                task.collected.append(frame.payload)
+                task.stream.received = True  # type: ignore[union-attr]
+                self.channel.send(Kind.CREDIT, task.id, 1)
+            elif task is not None and task.stream is not None:
                 task.stream.put(frame.payload)
         elif kind is Kind.DONE:
             task = self._finish(frame.id)
             if task is not None:
-                task.resolve(None)
+                task.resolve(task.collected)
                 self._completed(task, True)
         elif kind is Kind.PULL:
             self._pull(frame.id, frame.payload)
@@ -128,6 +170,10 @@ class NodeHandle:
             return None
         task = self.inflight.pop(task_id, None)
         if task is not None:
+            now = self._loop.time()
+            interval = now - max(self._last_done, task.started_at)
+            self._pace = interval if self._pace is None else 0.75 * self._pace + 0.25 * interval
+            self._last_done = now
             self._on_free()
         return task
 
@@ -175,7 +221,9 @@ class NodeHandle:
     def _closed(self, exc: BaseException | None) -> None:
         self.ready = False
         if self._ready_future is not None and not self._ready_future.done():
-            self._ready_future.set_exception(NodeStartError(f"node {self.index}'s worker exited during start"))
+            why = f": {exc}" if exc is not None else ""
+            error = NodeStartError(f"node {self.index}'s worker exited during start{why}")
+            self._ready_future.set_exception(error)
             return
         if not self.lost:
             self.lost = True

@@ -55,7 +55,7 @@ from skyward.instance import InstanceInfo, PeerInfo
 from skyward.plugin import LaunchCommand, LaunchContext
 from skyward.providers.base import NodeSetup
 from skyward.messages import Hello, StreamRef, TaskMessage, function_key, pickle_function
-from skyward.wire import Kind, check_picklable, encode
+from skyward.wire import Kind, check_picklable, encode, is_plain
 
 #: After a timed-out task is cancelled, how long its slot may stay busy before the worker is replaced.
 STUCK_GRACE = 2.0
@@ -164,6 +164,7 @@ class Pool:
         task = self._prepare(pending, target)
         stream = None
         if task.generator:
+            task.collected = None  # items flow to the caller's iterator instead of a list
             stream = RemoteGenerator(
                 task, lambda n: self._call(self._grant, task, n), lambda: self._call(self._cancel, task)
             )
@@ -178,7 +179,7 @@ class Pool:
         return task.future
 
     def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
-        """Run once on every node; results in node-index order."""
+        """Run once on every node; results in node-index order (a generator's items as a list)."""
         self._require_running()  # a closed pool has no nodes: say so rather than return []
         nodes = self._node_indices()
         tasks = [self._prepare(pending, index, fn_cache={}) for index in nodes]
@@ -186,7 +187,7 @@ class Pool:
         return [self._wait(t) for t in tasks]
 
     def run_parallel(self, group: PendingFunctionGroup) -> Any:
-        cache: dict[int, tuple[bytes, bytes]] = {}
+        cache: dict[int, tuple[bytes, bytes, bool]] = {}
         tasks = [self._prepare(p, None, fn_cache=cache) for p in group.items]
         self._submit(tasks)
         if group.stream:
@@ -195,9 +196,10 @@ class Pool:
 
     def map(self, fn: Callable[..., Any], items: Iterable[Any]) -> list[Any]:
         """One task per item (fn need not be decorated); results in input order."""
+        self._require_running()
         raw = unwrap_function(fn)
         timeout = getattr(fn, "timeout", None)
-        cache: dict[int, tuple[bytes, bytes]] = {}
+        cache: dict[int, tuple[bytes, bytes, bool]] = {}
         tasks = [self._prepare(PendingFunction(raw, (item,), {}, timeout), None, fn_cache=cache) for item in items]
         self._submit(tasks)
         return [self._wait(t) for t in tasks]
@@ -221,7 +223,7 @@ class Pool:
         self,
         pending: PendingFunction[Any],
         target: int | str | None,
-        fn_cache: dict[int, tuple[bytes, bytes]] | None = None,
+        fn_cache: dict[int, tuple[bytes, bytes, bool]] | None = None,
     ) -> TaskState:
         if not isinstance(pending, PendingFunction):
             raise TypeError(
@@ -231,24 +233,26 @@ class Pool:
         self._require_running()
         fn = unwrap_function(pending.fn)
         name = pending.name
-        generator = is_generator_function(fn)
-        if generator and self.executor == "process":
-            raise ConfigurationError(
-                f"{name}() is a generator, and streaming needs the thread executor: use "
-                "sky.Worker(executor='thread') or return a list."
-            )
+        # Once per function and dispatch call (a map of 10,000 items inspects and pickles it once).
         cached = fn_cache.get(id(fn)) if fn_cache is not None else None
         if cached is None:
+            generator = is_generator_function(fn)
+            if generator and self.executor == "process":
+                raise ConfigurationError(
+                    f"{name}() is a generator, and streaming needs the thread executor: use "
+                    "sky.Worker(executor='thread') or return a list."
+                )
             fn_bytes = pickle_function(fn, name)
-            cached = (function_key(fn_bytes), fn_bytes)
+            cached = (function_key(fn_bytes), fn_bytes, generator)
             if fn_cache is not None:
                 fn_cache[id(fn)] = cached
-        fn_key, fn_bytes = cached
+        fn_key, fn_bytes, generator = cached
         args, kwargs, inputs = self._streams(fn, pending.args, pending.kwargs)
         task_id = TaskState.next_id()
         message = TaskMessage(fn_key, args, kwargs, name, generator, STREAM_WINDOW)
         try:
-            parts = encode(Kind.TASK, task_id, message)
+            # TaskMessage is importable everywhere: with plain arguments the standard pickler will do.
+            parts = encode(Kind.TASK, task_id, message, plain=is_plain((args, kwargs)))
         except Exception as exc:  # noqa: BLE001 - name the culprit
             for i, arg in enumerate(args):
                 check_picklable(f"Argument {i} of {name}()", arg)
@@ -330,7 +334,8 @@ class Pool:
         self._scheduler.pump()
 
     def _on_dispatch(self, task: TaskState, node: NodeHandle) -> None:
-        self.bus.emit(TaskStarted(task_id=task.id, name=task.name, node=node.index, pool=self.name))
+        if self.bus.listens(TaskStarted):  # once per task: build the event only for a listener
+            self.bus.emit(TaskStarted(task_id=task.id, name=task.name, node=node.index, pool=self.name))
         if task.timeout is not None and task.timer is None:
             loop = asyncio.get_running_loop()
             task.timer = loop.call_later(task.timeout, self._timed_out, task)
@@ -455,6 +460,7 @@ class Pool:
         self.spec = spec
         self.hooks = PoolHooks(tuple(spec.plugins))
         self._provider = spec.provider_config().create()
+        self._provider.options = self.options
         self.cluster = await self._provider.prepare(spec, self.name)
         self.image = self.hooks.transform_image(spec.image, self.cluster)
         self.bootstrap_ops = self.hooks.bootstrap_ops(self.cluster)
@@ -533,7 +539,8 @@ class Pool:
         hello = Hello(
             info=info, concurrency=self.worker.concurrency, executor=self.executor,
             reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),
-            sys_path=(), plugins=self._worker_plugins,
+            sys_path=(), plugins=self._worker_plugins, ttl=float(self.spec.ttl),
+            shutdown_command=getattr(self._provider, "shutdown_command", None),
         )
         try:
             await node.handshake(hello, HANDSHAKE_TIMEOUT)
@@ -543,6 +550,7 @@ class Pool:
             await channel.close(timeout=1)
             raise
         self._scheduler.nodes[index] = node
+        node.start_pings(min(self.spec.ttl / 3, 30.0) if self.spec.ttl > 0 else 0)
         self.bus.emit(InstanceBootstrapped(node=index, instance=info, pool=self.name))
         self.bus.emit(NodeReady(node=index, instance=info, pool=self.name))
         self._scheduler.pump()

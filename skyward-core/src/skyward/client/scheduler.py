@@ -39,38 +39,47 @@ class Scheduler:
         return tasks
 
     def pump(self) -> None:
-        """Place every queued task that has a slot; keep the rest in order."""
-        if not self._queue:
-            return
-        waiting: deque[TaskState] = deque()
+        """Place every queued task that has a slot; keep the rest in order.
+
+        It runs after every result, so when nothing can be placed it stops at the first task
+        instead of walking (or copying) the whole queue: a `map` of 10,000 items stays linear.
+        Each node's free slots are counted once per pump.
+        """
         queue = self._queue
+        if not queue:
+            return
+        free = {i: n.free_slots for i, n in self.nodes.items() if n.ready}
+        free = {i: slots for i, slots in free.items() if slots > 0}
+        order = sorted(self.nodes)
+        waiting: deque[TaskState] = deque()  # pinned tasks whose node is busy, in order
         while queue:
-            task = queue.popleft()
+            task = queue[0]
             if task.done:
+                queue.popleft()
                 continue
-            node = self._pick(task)
-            if node is None:
-                waiting.append(task)
-                if task.target is None and not self._any_free():
+            index = self._pick(task, free, order)
+            if index is None:
+                if task.target is None and not free:
                     break
+                waiting.append(queue.popleft())
                 continue
+            queue.popleft()
+            free[index] -= 1
+            if not free[index]:
+                del free[index]
+            node = self.nodes[index]
             node.dispatch(task)
             self._on_dispatch(task, node)
-        waiting.extend(queue)
-        self._queue = waiting
+        queue.extendleft(reversed(waiting))
 
-    def _any_free(self) -> bool:
-        return any(n.ready and n.free_slots > 0 for n in self.nodes.values())
-
-    def _pick(self, task: TaskState) -> NodeHandle | None:
+    def _pick(self, task: TaskState, free: dict[int, int], order: list[int]) -> int | None:
+        """The index of the node for `task` among those with `free` slots, or None."""
         if task.target is not None:
-            node = self.nodes.get(task.target)
-            return node if node is not None and node.ready and node.free_slots > 0 else None
-        indices = sorted(self.nodes)
-        count = len(indices)
+            return task.target if task.target in free else None
+        count = len(order)
         for step in range(count):
-            node = self.nodes[indices[(self._next + step) % count]]
-            if node.ready and node.free_slots > 0:
+            index = order[(self._next + step) % count]
+            if index in free:
                 self._next = (self._next + step + 1) % count
-                return node
+                return index
         return None

@@ -24,7 +24,7 @@ class TaskState:
 
     __slots__ = (
         "id", "name", "fn_key", "fn_bytes", "parts", "target", "timeout", "generator", "window",
-        "inputs", "future", "stream", "node", "attempts", "timer", "started_at", "done",
+        "inputs", "future", "stream", "collected", "node", "attempts", "timer", "started_at", "done",
     )
 
     def __init__(
@@ -55,6 +55,9 @@ class TaskState:
         # Only the item buffer: the RemoteGenerator handed to the caller is not referenced from here,
         # so dropping it (breaking out of a `for` loop) collects it, which cancels the remote side.
         self.stream: StreamBuffer | None = StreamBuffer() if generator else None
+        #: A generator task nobody iterates (`@`, `>`, gather, map) gathers its items into a list,
+        #: which becomes its result; `>>` attaches a RemoteGenerator and sets this to None.
+        self.collected: list[Any] | None = [] if generator else None
         self.node: NodeHandle | None = None
         self.attempts = 0
         self.timer: asyncio.TimerHandle | None = None

@@ -76,6 +76,11 @@ class ProviderConfig(Protocol):
 
 class Provider(abc.ABC):
     name: str = "provider"
+    #: The pool's `sky.Options` (timeouts, retries), set by the pool before `prepare`.
+    options: Any = None
+    #: What a worker runs when it stops for client silence (`Spec.ttl`): clouds power the machine
+    #: off ("sudo shutdown -h now"); None leaves the machine alone (Local, SSH).
+    shutdown_command: str | None = None
 
     @abc.abstractmethod
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:

@@ -2,6 +2,11 @@
 
 It is the default when no provider is given, and it runs the same worker and wire protocol as a
 remote node, so everything tested on Local holds over SSH except the transport.
+
+`sky.Local(isolated=True)` instead gives each node its own folder under a temporary pool folder and
+runs the same bootstrap script a remote host runs (uv venv, pip, env, includes, plugin ops) there;
+the worker starts in that folder from the node's venv. The pool folder is removed at teardown, also
+when the pool failed to start.
 """
 
 from __future__ import annotations
@@ -9,8 +14,10 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
+import shutil
 import socket
 import sys
+import tempfile
 import warnings
 from typing import TYPE_CHECKING
 
@@ -25,18 +32,35 @@ if TYPE_CHECKING:
 
 @attrs.frozen
 class Local:
-    """Run each node as a worker process on this machine (no cloud account needed)."""
+    """Run each node as a worker process on this machine (no cloud account needed).
+
+    `isolated=True` bootstraps every node into its own venv with the remote bootstrap script,
+    so `Image.pip`, `env`, `includes` and plugin ops apply exactly as on a remote host.
+    """
+
+    isolated: bool = False
 
     @property
     def name(self) -> str:
         return "local"
 
     def create(self) -> LocalProvider:
-        return LocalProvider()
+        return LocalProvider(isolated=self.isolated)
 
     def hourly_price(self, spec: Spec) -> float:
         """What a node costs per hour, for `Options(selection="cheapest")`: nothing, here."""
         return 0.0
+
+
+#: `Cluster.state` key of the pool folder of `Local(isolated=True)`.
+STATE_DIR = "local_dir"
+#: The venv's python and folder, relative to the node folder the worker starts in (as over SSH).
+ISOLATED_PYTHON = "venv/bin/python"
+ISOLATED_VENV = "venv"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:40]
 
 
 def free_port() -> int:
@@ -65,7 +89,12 @@ def missing_packages(requirements: tuple[str, ...]) -> list[str]:
 class LocalProvider(Provider):
     name = "local"
 
+    def __init__(self, isolated: bool = False) -> None:
+        self.isolated = isolated
+
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
+        if self.isolated:
+            return self._prepare_isolated(spec, pool_id)
         missing = missing_packages(tuple(spec.image.pip))
         if missing:
             warnings.warn(
@@ -87,12 +116,18 @@ class LocalProvider(Provider):
         return [Instance(id=f"{cluster.id}-local-{i}", node=i, instance_type="process") for i in nodes]
 
     def python_bin(self, cluster: Cluster) -> str:
+        if self.isolated:
+            return ISOLATED_PYTHON  # relative to the node folder the worker starts in
         return sys.executable
 
     def venv_dir(self, cluster: Cluster) -> str:
+        if self.isolated:
+            return ISOLATED_VENV
         return sys.prefix
 
     async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> PipeChannel:
+        if self.isolated:
+            return await self._connect_isolated(cluster, instance, setup)
         image, launch = setup.image, setup.launch
         env = dict(os.environ)
         env.update({k: str(v) for k, v in image.env.items()})
@@ -108,6 +143,47 @@ class LocalProvider(Provider):
 
     async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
         """Local instances are the worker processes, which the pool stops with their channels."""
+
+    async def teardown(self, cluster: Cluster) -> None:
+        base = cluster.state.get(STATE_DIR) if cluster is not None else None
+        if base:
+            shutil.rmtree(base, ignore_errors=True)
+
+    # -- isolated nodes --------------------------------------------------------------------------------
+
+    def _prepare_isolated(self, spec: Spec, pool_id: str) -> Cluster:
+        if spec.volumes:
+            mounts = ", ".join(v.mount for v in spec.volumes)
+            warnings.warn(
+                f"sky.Local(isolated=True) does not mount volumes ({mounts}); tasks see this machine's "
+                "filesystem. Volumes are mounted by remote providers.",
+                stacklevel=2,
+            )
+        base = tempfile.mkdtemp(prefix=f"skyward-{_safe(pool_id)}-")
+        state = {STATE_DIR: base}
+        return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=free_port(), state=state)
+
+    @staticmethod
+    def node_dir(cluster: Cluster, node: int) -> str:
+        """The folder of node `node`: its venv, env.sh, wheels, includes and bootstrap files."""
+        return os.path.join(cluster.state[STATE_DIR], f"node-{node}")
+
+    async def _connect_isolated(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> PipeChannel:
+        from skyward.bootstrap.prepare import prepare_node
+        from skyward.bootstrap.runner import LocalRunner, clean_environment
+
+        workdir = self.node_dir(cluster, instance.node)
+        try:
+            runner = LocalRunner()
+            script = await prepare_node(runner, setup, node=instance.node, workdir=workdir, python=None)
+            channel = PipeChannel(
+                ["/bin/sh", "-c", script.launch_line(setup.launch)], env=clean_environment(), cwd=workdir
+            )
+            channel.spawn()
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        return channel
 
 
 def _include_roots(includes: list[str]) -> list[str]:

@@ -2,7 +2,7 @@
 
 Reads go straight into the frame decoder's memory (`os.readv`), writes are vectored (`os.writev`)
 from the encoded parts without joining them, and both pipes are enlarged so a large payload moves
-in few system calls.
+in few system calls. Frames queued during one loop iteration leave together in one write.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class PipeChannel(Channel):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: collections.deque[memoryview] = collections.deque()
         self._writing = False
+        self._flush_scheduled = False
         self._closed = False
         self._decoder = FrameDecoder(lambda frame: self.on_frame(frame))
 
@@ -71,11 +72,16 @@ class PipeChannel(Channel):
     def _on_readable(self) -> None:
         try:
             while True:
-                n = os.readv(self._rfd, [self._decoder.get_buffer()])
+                buffer = self._decoder.get_buffer()
+                size = len(buffer)
+                n = os.readv(self._rfd, [buffer])
+                del buffer  # release the export: the decoder may grow its stage
                 if n == 0:
                     self._lost(None)
                     return
                 self._decoder.buffer_updated(n)
+                if n < size:
+                    return  # drained; the loop calls again when more arrives
         except BlockingIOError:
             return
         except Exception as exc:  # noqa: BLE001 - a broken frame or pipe ends the channel
@@ -88,7 +94,16 @@ class PipeChannel(Channel):
         for part in parts:
             if len(part):
                 self._pending.append(memoryview(part).cast("B"))
-        if not self._writing:
+        if not self._writing and not self._flush_scheduled:
+            # Written at the end of this loop iteration, so every frame queued meanwhile (a
+            # scheduler pump placing many tasks) leaves in one vectored write.
+            self._flush_scheduled = True
+            assert self._loop is not None
+            self._loop.call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._closed and not self._writing:
             self._flush()
 
     def _flush(self) -> None:
@@ -145,6 +160,8 @@ class PipeChannel(Channel):
         if not self._closed:
             with contextlib.suppress(Exception):
                 self.send(Kind.SHUTDOWN)
+                if not self._writing:
+                    self._flush()  # now: the descriptor is closed below
         self._closed = True
         self._detach()
         with contextlib.suppress(Exception):

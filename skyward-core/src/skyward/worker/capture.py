@@ -52,8 +52,12 @@ class OutputPump:
                 stream.flush()
             except Exception:  # noqa: BLE001 - a closed user stream must not stop the pump
                 pass
-        with self._lock:
-            for fd in fds if fds is not None else list(self._fds):
+        if fds is None:
+            # One zero-timeout select says which pipes hold output (it runs before every result,
+            # and most tasks print nothing), instead of a failing read on each.
+            fds, _, _ = select.select(list(self._fds), [], [], 0)
+        with self._lock:  # even with nothing to read: a drain under way on the pump thread goes first
+            for fd in fds:
                 stream = self._fds.get(fd)
                 if stream is None:
                     continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 from collections import deque
@@ -20,6 +21,7 @@ class WorkerChannel:
         self._ready: deque[Frame] = deque()
         self._decoder = FrameDecoder(self._ready.append)
         self._lock = threading.Lock()
+        self.last_read = time.monotonic()  # when the client was last heard from (ttl watchdog)
 
     def send(self, kind: Kind, id: int = 0, payload: Any = None) -> None:
         parts = encode(kind, id, payload)
@@ -37,6 +39,7 @@ class WorkerChannel:
                 return
             if not n:
                 return
+            self.last_read = time.monotonic()
             self._decoder.buffer_updated(n)
 
 

@@ -27,17 +27,23 @@ from skyward.worker.channel import WorkerChannel
 from skyward.worker.lifecycle import AppLifecycle, decorate
 from skyward.worker.processes import ProcessSlots, TaskCancelled
 from skyward.worker.streams import InputStream, OutputCredits
+from skyward.worker.watchdog import Watchdog
 
 FN_CACHE_SIZE = 256
 
 
 class _Running:
-    __slots__ = ("thread_id", "credits", "cancelled")
+    """A task on this worker. `interruptible` is true only while user code runs (under `lock`), so
+    a cancel never lands in Skyward's own code, such as halfway through writing a frame."""
+
+    __slots__ = ("thread_id", "credits", "cancelled", "lock", "interruptible")
 
     def __init__(self) -> None:
         self.thread_id: int | None = None
         self.credits: OutputCredits | None = None
         self.cancelled = False
+        self.lock = threading.Lock()
+        self.interruptible = False
 
 
 class Worker:
@@ -111,12 +117,13 @@ class Worker:
             state.credits.cancel()
         if self.slots is not None and self.slots.cancel(task_id):
             return
-        if state.thread_id is not None:
-            # Raises TaskCancelled in the task's thread at its next bytecode; a thread blocked in C
-            # code is recovered by the client, which replaces the whole worker after a grace period.
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(state.thread_id), ctypes.py_object(TaskCancelled)
-            )
+        with state.lock:
+            if state.interruptible and state.thread_id is not None:
+                # Raises TaskCancelled in the task's thread at its next bytecode; a thread blocked in
+                # C code is recovered by the client, which replaces the worker after a grace period.
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(state.thread_id), ctypes.py_object(TaskCancelled)
+                )
 
     # -- task execution ---------------------------------------------------------------------------
 
@@ -143,7 +150,26 @@ class Worker:
             return stream
         return values
 
+    @staticmethod
+    def call_user(state: _Running, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run user code with cancellation armed, and only then."""
+        with state.lock:
+            if state.cancelled:
+                raise TaskCancelled("cancelled before it started")
+            state.interruptible = True
+        try:
+            return call(*args, **kwargs)
+        finally:
+            with state.lock:
+                state.interruptible = False
+
     def run_task(self, task_id: int, msg: TaskMessage, state: _Running) -> None:
+        try:
+            self._run_task(task_id, msg, state)
+        except TaskCancelled:
+            pass  # a cancel delivered just as the task finished: its outcome was already sent
+
+    def _run_task(self, task_id: int, msg: TaskMessage, state: _Running) -> None:
         state.thread_id = threading.get_ident()
         try:
             if state.cancelled:
@@ -166,7 +192,7 @@ class Worker:
                 state.credits = OutputCredits(msg.window)
                 self.pump_generator(task_id, msg, call(*args, **kwargs), state.credits)
             else:
-                result = call(*args, **kwargs)
+                result = self.call_user(state, call, args, kwargs)
                 self.pump.drain()
                 self.reply(task_id, msg, result)
         except BaseException as exc:  # noqa: BLE001 - every failure is reported, never dropped
@@ -204,6 +230,15 @@ class Worker:
                 close()
         self.pump.drain()
         self.channel.send(Kind.DONE, task_id, credits.cancelled)
+
+    def abandon(self) -> None:
+        """The watchdog's cleanup: stop tasks and leave around_app without touching the channel."""
+        for task_id in list(self.running):
+            self.cancel(task_id)
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        if self.slots is not None:
+            self.slots.close()
+        self.app.close()
 
     def shutdown(self) -> None:
         for task_id in list(self.running):
@@ -253,6 +288,9 @@ def main() -> None:
         channel.send(Kind.ERROR, 0, RemoteFailure.capture(exc))
         return
     channel.send(Kind.READY, 0, {"pid": os.getpid(), "python": sys.version.split()[0]})
+    hello = first.payload
+    if getattr(hello, "ttl", 0) > 0:
+        Watchdog(hello.ttl, lambda: channel.last_read, worker.abandon, hello.shutdown_command).start()
     try:
         worker.serve()
     finally:

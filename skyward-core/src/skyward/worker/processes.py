@@ -7,7 +7,6 @@ the rest of the node. With `reuse_processes=False` every task gets a fresh child
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import queue
 import sys
@@ -40,6 +39,8 @@ class _Slot:
 
 class ProcessSlots:
     def __init__(self, size: int, reuse: bool, init_bytes: bytes) -> None:
+        import multiprocessing  # here: a worker on the thread executor never needs it (start time)
+
         self._ctx = multiprocessing.get_context("spawn")
         self._reuse = reuse
         self._init = init_bytes

@@ -163,10 +163,16 @@ def _call_logged(callback: Callable[[Any], Any], future: Future[Any]) -> None:
 @functools.cache
 def _backend_class() -> type[Any]:
     """The backend class, built on first use so that importing this module does not import joblib."""
+    from joblib._parallel_backends import AutoBatchingMixin
     from joblib.parallel import ParallelBackendBase
 
-    class SkywardBackend(ParallelBackendBase):  # type: ignore[misc, valid-type]
-        """joblib backend whose workers are a Skyward pool's task slots; one batch, one task."""
+    class SkywardBackend(AutoBatchingMixin, ParallelBackendBase):  # type: ignore[misc, valid-type]
+        """joblib backend whose workers are a Skyward pool's task slots; one batch, one task.
+
+        Batches grow with `AutoBatchingMixin`, as with joblib's own process backends: with
+        `batch_size="auto"` a batch of small calls is sized to take a fraction of a second, so
+        2,000 tiny calls are a handful of tasks, not 2,000 round trips.
+        """
 
         default_n_jobs = -1
         supports_retrieve_callback = True

@@ -1,0 +1,150 @@
+"""Case 6, the physical floor of this machine, measured in the same run as the frameworks.
+
+- pipe ping-pong: one byte back and forth between two processes over two pipes, p50;
+- pipe transfer: 100 MB through a pipe (enlarged to 1 MB, as Skyward's are) into memory the
+  reader has already faulted in;
+- memcpy: 100 MB copied into memory already faulted in;
+- lz4: block compression of 100 MB of random bytes and of zeros.
+
+Run first, before any framework has started threads in this process (it forks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+
+from common import Config, Figure, percentile
+
+NAME = "floor"
+F_SETPIPE_SZ = 1031
+
+
+def size(config: Config) -> int:
+    return config.pick(100_000_000, 20_000_000)
+
+
+def figures() -> list[Figure]:
+    return [
+        Figure("floor.pingpong_p50", "pipe ping-pong p50 (us)", "us", "lower"),
+        Figure("floor.pipe", "pipe transfer (MB/s)", "MB/s", "higher"),
+        Figure("floor.memcpy", "memcpy into faulted memory (MB/s)", "MB/s", "higher"),
+        Figure("floor.lz4_random", "lz4 compress, random data (MB/s)", "MB/s", "higher"),
+        Figure("floor.lz4_zeros", "lz4 compress, zeros (MB/s)", "MB/s", "higher"),
+    ]
+
+
+def _pipe() -> tuple[int, int]:
+    r, w = os.pipe()
+    for fd in (r, w):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, F_SETPIPE_SZ, 1 << 20)
+    return r, w
+
+
+def _read_exactly(fd: int, view: memoryview) -> None:
+    got = 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            raise EOFError
+        got += n
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    sent = 0
+    while sent < len(view):
+        sent += os.write(fd, view[sent:])
+
+
+def _child(body, keep: tuple[int, ...], close: tuple[int, ...]) -> int:
+    """Fork a child that runs `body` with only the `keep` ends open; the parent closes them."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in close:
+                os.close(fd)
+            body()
+        finally:
+            os._exit(0)
+    for fd in keep:
+        os.close(fd)
+    return pid
+
+
+def pingpong(rounds: int) -> float:
+    """p50 of a one-byte round trip between two processes, in seconds."""
+    to_child_r, to_child_w = _pipe()
+    to_parent_r, to_parent_w = _pipe()
+
+    def echo() -> None:
+        while os.read(to_child_r, 1):
+            os.write(to_parent_w, b"o")
+
+    pid = _child(echo, keep=(to_child_r, to_parent_w), close=(to_child_w, to_parent_r))
+    samples = []
+    clock = time.perf_counter
+    for i in range(rounds + rounds // 10):
+        began = clock()
+        os.write(to_child_w, b"i")
+        os.read(to_parent_r, 1)
+        if i >= rounds // 10:  # the first tenth warms up
+            samples.append(clock() - began)
+    os.close(to_child_w)
+    os.close(to_parent_r)
+    os.waitpid(pid, 0)
+    return percentile(samples, 50)
+
+
+def pipe_transfer(nbytes: int) -> float:
+    """Seconds to move `nbytes` through a pipe into the reader's pre-faulted memory."""
+    data_r, data_w = _pipe()
+    ack_r, ack_w = _pipe()
+
+    def reader() -> None:
+        target = bytearray(b"\x01") * nbytes  # written once, so every page is faulted in
+        os.write(ack_w, b"r")
+        _read_exactly(data_r, memoryview(target))
+        os.write(ack_w, b"d")
+
+    pid = _child(reader, keep=(data_r, ack_w), close=(data_w, ack_r))
+    source = memoryview(bytearray(b"\x02") * nbytes)
+    os.read(ack_r, 1)
+    began = time.perf_counter()
+    _write_all(data_w, source)
+    os.read(ack_r, 1)
+    elapsed = time.perf_counter() - began
+    os.close(data_w)
+    os.close(ack_r)
+    os.waitpid(pid, 0)
+    return elapsed
+
+
+def memcpy(nbytes: int) -> float:
+    source = bytearray(b"\x03") * nbytes
+    target = memoryview(bytearray(b"\x00") * nbytes)
+    began = time.perf_counter()
+    target[:] = source
+    return time.perf_counter() - began
+
+
+def lz4_compress(data: bytes) -> float:
+    import lz4.block
+
+    began = time.perf_counter()
+    lz4.block.compress(data, store_size=True)
+    return time.perf_counter() - began
+
+
+def measure(config: Config) -> dict[str, float]:
+    nbytes = size(config)
+    mb = nbytes / 1e6
+    return {
+        "floor.pingpong_p50": pingpong(config.pick(2000, 500)) * 1e6,
+        "floor.pipe": mb / pipe_transfer(nbytes),
+        "floor.memcpy": mb / memcpy(nbytes),
+        "floor.lz4_random": mb / lz4_compress(os.urandom(nbytes)),
+        "floor.lz4_zeros": mb / lz4_compress(bytes(nbytes)),
+    }

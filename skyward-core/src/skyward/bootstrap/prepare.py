@@ -1,0 +1,144 @@
+"""`prepare_node`: what a provider calls to turn a reachable machine into one ready to start a worker.
+
+It uploads skyward's wheels (source "local") and the image's includes through the provider's
+`CommandRunner`, renders the bootstrap script and runs it. Wheels are built once per client and
+source tree (cached in `~/.skyward/wheels`), however many nodes and pools ask for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from skyward.bootstrap.ops import as_ops
+from skyward.bootstrap.render import Script, render_script
+from skyward.bootstrap.runner import CommandRunner, run_bootstrap
+from skyward.bootstrap.wheels import local_wheels, resolve_source, wheel_cache_dir
+from skyward.events import BootstrapRequested
+
+__all__ = ["DEFAULT_EXCLUDES", "bootstrap_secrets", "prepare_node", "stage_includes"]
+
+#: Never shipped with includes, whatever `Image.excludes` says.
+DEFAULT_EXCLUDES: tuple[str, ...] = ("__pycache__", "*.pyc", ".git", ".DS_Store")
+
+_wheels_lock: asyncio.Lock | None = None
+_wheels_loop: Any = None
+
+
+async def prepare_node(
+    runner: CommandRunner, setup: Any, *, node: int, workdir: str, python: str | None,
+    system_site_packages: bool = False,
+) -> Script:
+    """Upload, render and run the bootstrap for `setup` on the node behind `runner`; return its Script.
+
+    `setup` is the pool's `NodeSetup` (image after plugin transforms, plugin ops, emit, timeout).
+    On the node: wheels go to `<workdir>/wheels/`, includes to `<workdir>/includes/`, the venv to
+    `<workdir>/venv`. Raises `BootstrapFailed` when a phase fails or the timeout runs out. The
+    worker is started by the caller, with `script.launch_line(setup.launch)`.
+    """
+    image = setup.image
+    ops = as_ops(setup.ops)
+    emit = setup.emit
+    emit(BootstrapRequested(node=node))
+    remote_wheels: tuple[str, ...] = ()
+    if resolve_source(image) == "local":
+        for wheel in await _client_wheels():
+            remote = f"{workdir}/wheels/{wheel.name}"
+            await runner.put(wheel, remote)
+            remote_wheels += (remote,)
+    includes_dir = None
+    if image.includes:
+        includes_dir = f"{workdir}/includes"
+        staging = await asyncio.to_thread(stage_includes, image.includes, image.excludes)
+        try:
+            await runner.put(staging, includes_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    script = render_script(
+        image, ops, workdir=workdir, python=python, wheels=remote_wheels, includes_dir=includes_dir,
+        system_site_packages=system_site_packages,
+    )
+    await run_bootstrap(
+        runner, script, node=node, emit=emit, timeout=float(setup.bootstrap_timeout),
+        secrets=bootstrap_secrets(setup, ops),
+    )
+    return script
+
+
+def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:
+    """Everything to mask in bootstrap output: the setup's, the ops' and Skyward's registered secrets."""
+    found: list[str] = list(getattr(setup, "secrets", ()) or ())
+    for op in ops:
+        found += list(getattr(op, "secrets", ()) or ())
+    from skyward import logging as sky_logging
+
+    state = getattr(sky_logging, "_state", None)  # secrets registered with register_secret()
+    if state is not None:
+        with state.lock:
+            found += sorted(state.secrets)
+    shortest = getattr(sky_logging, "MIN_SECRET_LENGTH", 4)  # shorter ones would mask ordinary words
+    return tuple(dict.fromkeys(s for s in found if s and len(s) >= shortest))
+
+
+async def _client_wheels() -> tuple[Path, ...]:
+    """The client's skyward wheels; concurrent nodes wait for one build instead of racing it."""
+    global _wheels_lock, _wheels_loop
+    loop = asyncio.get_running_loop()
+    if _wheels_lock is None or _wheels_loop is not loop:
+        _wheels_lock, _wheels_loop = asyncio.Lock(), loop
+    async with _wheels_lock:
+        return await asyncio.to_thread(local_wheels, wheel_cache_dir())
+
+
+def _excluded(relative: str, name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def stage_includes(includes: Iterable[str], excludes: Iterable[str] = ()) -> Path:
+    """Copy `includes` into a fresh local folder laid out the way the node's PYTHONPATH expects.
+
+    A package (a folder with `__init__.py`) keeps its name; the modules of a plain source folder
+    (`./src`) land at the top; a `.py` file lands at the top. `excludes` are globs matched against
+    each path relative to its include and against its bare name (`"*.ckpt"`, `"data/*"`, `"tests"`).
+    Returns the folder; the caller removes it.
+    """
+    patterns = (*DEFAULT_EXCLUDES, *excludes)
+    staging = Path(tempfile.mkdtemp(prefix="skyward-includes-"))
+    try:
+        for item in includes:
+            source = Path(item).expanduser().resolve()
+            if not source.exists():
+                raise FileNotFoundError(
+                    f"Image(includes=[{item!r}]): {source} does not exist; includes name local folders or "
+                    ".py files, relative to the current directory"
+                )
+            if source.is_file():
+                shutil.copy2(source, staging / source.name)
+                continue
+            package = (source / "__init__.py").exists()
+            target = staging / source.name if package else staging
+            _copy_tree(source, target, patterns)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging
+
+
+def _copy_tree(source: Path, target: Path, patterns: tuple[str, ...]) -> None:
+    for dirpath, dirnames, filenames in os.walk(source):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(source)
+        dirnames[:] = [
+            d for d in dirnames if not _excluded((rel_dir / d).as_posix(), d, patterns)
+        ]
+        (target / rel_dir).mkdir(parents=True, exist_ok=True)
+        for name in filenames:
+            relative = (rel_dir / name).as_posix()
+            if not _excluded(relative, name, patterns):
+                shutil.copy2(here / name, target / rel_dir / name)

@@ -1,0 +1,240 @@
+"""Workers on machines reached over SSH: what `sky.SSH` and the cloud providers share.
+
+`RemoteNodes` owns, per node, one SSH connection (host key verified: against known_hosts, or the
+key pinned in `Instance.host_key`), the node folder `~/.skyward/pools/<pool>/node-<i>`, the
+bootstrap run there, and the workers started there. A provider with machines calls:
+
+- `open(node, login)` to log in (retried with backoff until `Options.ssh_timeout`), learning the
+  login's home folder, CPUs and memory;
+- `start_worker(cluster, instance, setup)` from `Provider.connect`: bootstraps the node once
+  (again only if its folder is gone), kills any worker an earlier connection left, and starts
+  the worker on an exec channel;
+- `clean(cluster, instance)` from `Provider.terminate`: kills every worker it started there (the
+  whole process group) and removes the node folder;
+- `close()` from `Provider.teardown`.
+
+`python_bin()` is relative to the node folder, where every worker starts: the same path on every
+machine, whatever its home folder, as `Provider.python_bin(cluster)` must be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import posixpath
+import shlex
+import time
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+
+if TYPE_CHECKING:
+    from skyward.providers.base import Cluster, Instance, NodeSetup
+    from skyward.transport.ssh import Connection, SSHChannel
+
+#: `Options.ssh_timeout` / `ssh_retry_interval` when left at None.
+DEFAULT_SSH_TIMEOUT = 60.0
+DEFAULT_RETRY_INTERVAL = 1.0
+#: A login that is not a reconnect (the first one, a cleanup) is not retried for longer than this.
+FIRST_LOGIN_TIMEOUT = 20.0
+
+
+@attrs.frozen
+class Login:
+    """How to reach one machine: address, port, user and, for clouds, the pinned host key."""
+
+    host: str
+    port: int = 22
+    user: str = ""
+    host_key: str = ""
+
+    @classmethod
+    def of(cls, instance: Instance) -> Login:
+        return cls(instance.public_ip, instance.ssh_port, instance.ssh_user, instance.host_key)
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.user}@{host}:{self.port}" if self.user else f"{host}:{self.port}"
+
+
+class RemoteNodes:
+    def __init__(
+        self,
+        *,
+        key_file: str | None = None,
+        known_hosts: str | None = None,
+        python: str | None = None,
+    ) -> None:
+        self.key_file = key_file
+        self.known_hosts = known_hosts
+        self.python = python
+        #: The pool's `sky.Options` (the provider passes its own on).
+        self.options: Any = None
+        self._logins: dict[int, Login] = {}
+        self._conns: dict[int, Connection] = {}
+        self._homes: dict[int, str] = {}
+        self._facts: dict[int, tuple[int, float]] = {}
+        self._scripts: dict[int, Any] = {}
+        self._pid_files: dict[int, list[str]] = {}
+        self._launches = 0
+        self._log = structlog.get_logger()
+
+    # -- settings ----------------------------------------------------------------------------------
+
+    @property
+    def ssh_timeout(self) -> float:
+        value = getattr(self.options, "ssh_timeout", None)
+        return float(value) if value is not None else DEFAULT_SSH_TIMEOUT
+
+    @property
+    def retry_interval(self) -> float:
+        value = getattr(self.options, "ssh_retry_interval", None)
+        return float(value) if value is not None else DEFAULT_RETRY_INTERVAL
+
+    # -- logging in --------------------------------------------------------------------------------
+
+    async def open(self, node: int, login: Login, timeout: float | None = None) -> Connection:
+        """Log in to `node`'s machine (retrying until `timeout`, default `ssh_timeout`)."""
+        from skyward.transport.ssh import connect_with_retry
+
+        self._logins[node] = login
+
+        def on_retry(exc: BaseException, wait: float) -> None:
+            self._log.info(
+                "skyward.ssh_retry", node=node, host=str(login), error=str(exc), wait=round(wait, 2)
+            )
+
+        conn = await connect_with_retry(
+            login.host, login.port, login.user or None,
+            deadline=time.monotonic() + (self.ssh_timeout if timeout is None else timeout),
+            interval=self.retry_interval, on_retry=on_retry, key_file=self.key_file,
+            known_hosts=self.known_hosts, host_key=login.host_key or None,
+        )
+        old = self._conns.get(node)
+        if old is not None and old is not conn:
+            old.close()
+        self._conns[node] = conn
+        if node not in self._homes:
+            await self._probe(node, conn)
+        return conn
+
+    async def _probe(self, node: int, conn: Connection) -> None:
+        """The login's home folder (every remote path is absolute), CPUs and memory."""
+        result = await conn.run(
+            'printf "%s\\n" "$HOME"; getconf _NPROCESSORS_ONLN 2>/dev/null || echo 0; '
+            "awk '/^MemTotal:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0",
+            check=False,
+        )
+        lines = str(result.stdout or "").splitlines()
+        if not lines or not lines[0].startswith("/"):
+            raise ConnectionError(f"SSH host {self._logins[node]} did not report a home folder ($HOME)")
+        self._homes[node] = lines[0]
+        with contextlib.suppress(ValueError, IndexError):
+            self._facts[node] = (int(lines[1]), int(lines[2]) / 1024 / 1024)
+
+    def facts(self, node: int) -> tuple[int, float]:
+        """(CPUs, memory in GB) of `node`'s machine, (0, 0.0) when unknown."""
+        return self._facts.get(node, (0, 0.0))
+
+    async def _connection(self, node: int, instance: Instance, timeout: float | None = None) -> Connection:
+        conn = self._conns.get(node)
+        if conn is not None and not conn.is_closed():
+            return conn
+        login = self._logins.get(node) or Login.of(instance)
+        return await self.open(node, login, timeout)
+
+    # -- workers -----------------------------------------------------------------------------------
+
+    def workdir(self, cluster: Cluster, node: int) -> str:
+        return f"{self._homes[node]}/.skyward/pools/{cluster.id}/node-{node}"
+
+    def python_bin(self) -> str:
+        return relative_python(self.python)
+
+    def venv_dir(self) -> str:
+        return relative_python(self.python).rsplit("/bin/", 1)[0]
+
+    async def start_worker(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> SSHChannel:
+        """Bootstrap `instance` if needed and start its worker; the `Provider.connect` of SSH machines."""
+        from skyward.transport.ssh import SSHChannel, kill_command, worker_command
+
+        node = instance.node
+        conn = await self._connection(node, instance)
+        workdir = self.workdir(cluster, node)
+        stale = self._pid_files.pop(node, [])
+        if stale:  # a reconnect: whatever the old connection left must be gone first
+            await conn.run(kill_command(stale), check=False)
+        script = self._scripts.get(node)
+        if script is None or not await _exists(conn, f"{workdir}/env.sh"):
+            script = await self._bootstrap(conn, setup, node, workdir)
+            self._scripts[node] = script
+        self._launches += 1
+        pid_file = f"{workdir}/worker-{self._launches}.pid"
+        command = worker_command(script.launch_line(setup.launch), pid_file=pid_file, cwd=workdir)
+        label = f"node {node} ({self._logins.get(node) or Login.of(instance)})"
+        channel = await SSHChannel(conn, command, pid_file=pid_file, label=label).open()
+        self._pid_files.setdefault(node, []).append(pid_file)
+        return channel
+
+    async def _bootstrap(self, conn: Connection, setup: NodeSetup, node: int, workdir: str) -> Any:
+        from skyward.bootstrap import prepare_node
+        from skyward.transport.ssh import SSHRunner
+
+        # A named interpreter is the machine's own Python: the venv also sees its packages (a CUDA
+        # build of torch...), and Image.pip installs on top.
+        return await prepare_node(
+            SSHRunner(conn), setup, node=node, workdir=workdir, python=self.python,
+            system_site_packages=self.python is not None,
+        )
+
+    async def clean(self, cluster: Cluster, instance: Instance) -> None:
+        """Kill every worker started on `instance` (process groups) and remove its node folder."""
+        node = instance.node
+        if node not in self._homes:
+            return
+        try:
+            conn = await self._connection(node, instance, min(self.ssh_timeout, FIRST_LOGIN_TIMEOUT))
+        except Exception as exc:  # noqa: BLE001 - reported; the machine is unreachable
+            host = str(self._logins.get(node) or Login.of(instance))
+            self._log.warning("skyward.ssh_cleanup_failed", node=node, host=host, error=str(exc))
+            return
+        workdir = self.workdir(cluster, node)
+        q = shlex.quote
+        pool_dir = posixpath.dirname(workdir)  # ~/.skyward/pools/<pool>, then pools, then ~/.skyward
+        pools_dir = posixpath.dirname(pool_dir)
+        parents = " ".join(q(p) for p in (pool_dir, pools_dir, posixpath.dirname(pools_dir)))
+        command = (
+            f'for f in {q(workdir)}/worker-*.pid; do [ -f "$f" ] || continue; p=$(cat "$f"); '
+            f'[ -n "$p" ] && {{ kill -9 -- -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }}; done; '
+            f"rm -rf {q(workdir)}; rmdir {parents} 2>/dev/null; true"
+        )
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conn.run(command, check=False), 60)
+        self._scripts.pop(node, None)
+        self._pid_files.pop(node, None)
+
+    async def close(self) -> None:
+        conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            conn.close()
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), 5)
+
+
+async def _exists(conn: Connection, path: str) -> bool:
+    result = await conn.run(f"test -e {shlex.quote(path)}", check=False)
+    return result.exit_status == 0
+
+
+@functools.lru_cache(maxsize=8)
+def relative_python(python: str | None) -> str:
+    """Where the bootstrap puts the venv's python, relative to the node folder."""
+    from skyward.bootstrap import render_script
+    from skyward.image import Image
+
+    script = render_script(Image(), (), workdir="/W", python=python)
+    path = posixpath.normpath(script.python_bin)
+    return posixpath.relpath(path, "/W") if path.startswith("/W/") else path

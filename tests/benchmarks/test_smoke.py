@@ -1,0 +1,60 @@
+"""The benchmark suite runs end to end (`--quick`), so it cannot rot. It asserts no timing.
+
+Ray and Dask are hidden (an import of them fails), so the run takes seconds whatever is installed
+and checks that a missing peer is reported as "missing", not dropped; loky and the standard
+ProcessPoolExecutor run when present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ["floor", "start", "latency", "throughput", "payload", "joblib"]
+ROWS = {
+    "start": ["start.pool2", "start.shutdown2", "start.pool4", "start.shutdown4"],
+    "latency": ["latency.p50", "latency.p99"],
+    "throughput": ["throughput.tasks_per_s"],
+    "payload": ["payload.to_worker", "payload.from_worker"],
+    "joblib": ["joblib.wall"],
+}
+FLOOR = ["floor.pingpong_p50", "floor.pipe", "floor.memcpy", "floor.lz4_random", "floor.lz4_zeros"]
+HIDDEN = ("ray", "distributed")
+
+
+def test_quick_run_writes_the_table_and_json(tmp_path: Path) -> None:
+    shims = tmp_path / "hide"
+    shims.mkdir()
+    for name in HIDDEN:
+        (shims / f"{name}.py").write_text("raise ImportError('hidden by the benchmark smoke test')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(shims), os.environ.get("PYTHONPATH", "")) if p))
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--repeat", "1",
+         "--only", ",".join(CASES), "--json", str(out)],
+        capture_output=True, text=True, timeout=240, env=env, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = result.stdout
+    for header in ("Skyward", "Ray", "Dask", "loky", "ProcessPool", "vs best peer", "physical floor"):
+        assert header in table
+    report = json.loads(out.read_text())
+    figures = {f["key"]: f for f in report["figures"]}
+    assert list(figures) == [key for case in CASES if case in ROWS for key in ROWS[case]]
+    for key, figure in figures.items():
+        assert figure["label"] in table
+        skyward = figure["values"]["Skyward"]
+        assert isinstance(skyward, dict) and skyward["median"] > 0, (key, skyward)
+        for peer in ("Ray", "Dask"):
+            assert figure["values"][peer] in ("missing", "n/a"), (key, figure["values"][peer])
+        for peer in ("loky", "ProcessPool"):
+            value = figure["values"][peer]
+            assert value in ("missing", "n/a") or value["median"] > 0, (key, peer, value)
+    assert "missing" in table
+    assert [f["key"] for f in report["floor"]] == FLOOR
+    assert all(f["values"]["floor"]["median"] > 0 for f in report["floor"])
+    assert {t["status"] for t in report["targets"]} <= {"met", "MISSED", "n/a"}

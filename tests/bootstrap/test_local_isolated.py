@@ -1,0 +1,85 @@
+"""`sky.Local(isolated=True)`: every node gets its own venv from the same bootstrap as a remote host."""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import cloudpickle
+import pytest
+from bootstrap_support import needs_uv, use_shared_uv_cache
+
+import skyward as sky
+from skyward.errors import BootstrapFailed
+from skyward.events import BootstrapPhase
+
+pytestmark = [needs_uv, pytest.mark.timeout(300)]
+
+# The node's venv cannot import this test module: ship its functions by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(autouse=True)
+def _uv_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    use_shared_uv_cache(monkeypatch)
+    yield
+
+
+def isolated_pool(**kwargs: object) -> sky.Pool:
+    return sky.Compute(provider=sky.Local(isolated=True), console=False, logging=False, **kwargs)
+
+
+@sky.function
+def six_location() -> dict[str, str]:
+    import six
+
+    return {
+        "six": six.__file__, "python": sys.executable, "cwd": os.getcwd(), "greeting": os.environ["GREETING"],
+    }
+
+
+def test_a_node_installs_image_pip_into_its_own_venv() -> None:
+    phases: list[tuple[str, str]] = []
+    compute = isolated_pool(nodes=1, image=sky.Image(pip=["six"], env={"GREETING": "it's $isolated"}))
+    compute.on(BootstrapPhase, lambda e: phases.append((e.phase, e.event)))
+    with compute as pool:
+        base = Path(pool.cluster.state["local_dir"])
+        seen = six_location() >> pool
+    node_dir = base / "node-0"
+    assert Path(seen["six"]).is_relative_to(node_dir / "venv")
+    assert not Path(seen["six"]).is_relative_to(sys.prefix)
+    assert Path(seen["python"]).parent == node_dir / "venv" / "bin"
+    assert seen["cwd"] == str(node_dir)
+    assert seen["greeting"] == "it's $isolated"
+    assert ("pip", "completed") in phases and ("skyward", "completed") in phases
+    assert not base.exists()  # removed at teardown
+
+
+def test_nodes_have_separate_venvs() -> None:
+    with isolated_pool(nodes=2, image=sky.Image(pip=["six"], env={"GREETING": "hi"})) as pool:
+        seen = six_location() @ pool
+    assert [Path(s["python"]).parts[-4] for s in seen] == ["node-0", "node-1"]
+
+
+def test_a_missing_package_fails_the_pool_with_the_pip_phase_and_cleans_up() -> None:
+    compute = isolated_pool(nodes=1, image=sky.Image(pip=["this-package-does-not-exist-skyward"]))
+    with pytest.raises(BootstrapFailed) as caught:
+        compute.start()
+    error = caught.value
+    assert (error.node, error.phase) == (0, "pip")
+    assert "this-package-does-not-exist-skyward" in error.command
+    assert "not found in the package registry" in str(error)  # uv's own words
+    base = compute.cluster.state["local_dir"]
+    assert not os.path.exists(base)
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), f"skyward-{compute.name}-*"))
+
+
+def test_plain_local_is_unchanged() -> None:
+    assert sky.Local() == sky.Local(isolated=False)
+    provider = sky.Local().create()
+    assert provider.isolated is False
+    assert provider.python_bin(None) == sys.executable  # type: ignore[arg-type]

@@ -1,0 +1,72 @@
+"""`sky.plan(...)`: the script a pool would run, rendered without provisioning anything."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+import skyward as sky
+from skyward.bootstrap import Plan, plan
+from skyward.bootstrap.ops import Op
+
+
+def _plugin(name: str, *ops: object, pip: str | None = None) -> sky.Plugin:
+    plugin = sky.Plugin.create(name).with_bootstrap(lambda cluster: ops)
+    if pip is not None:
+        plugin = plugin.with_image_transform(lambda image, cluster: image.with_pip(pip))
+    return plugin
+
+
+def _phase_order(script: str) -> list[str]:
+    begins = (line for line in script.splitlines() if line.startswith("__sky_begin "))
+    return [line.split(" ", 1)[1].strip("'") for line in begins]
+
+
+def test_plan_is_public_and_the_same_function() -> None:
+    assert sky.plan is plan
+    assert "plan" in sky.__all__
+
+
+def test_plugin_ops_follow_the_image_phases_in_plugin_order() -> None:
+    first = _plugin("first", Op(name="first-op", script="echo one"), pip="six")
+    second = _plugin("second", "echo two-a", Op(name="second-b", script="echo two-b"))
+    result = sky.plan(image=sky.Image(pip=["attrs"], apt=["git"]), plugins=[first, second])
+    assert isinstance(result, Plan)
+    assert [op.name for op in result.ops] == ["first-op", "plugin", "second-b"]
+    assert result.image.pip == ("attrs", "six")  # the transform ran
+    assert _phase_order(result.script) == [
+        "uv", "venv", "apt", "pip", "env", "skyward", "first-op", "plugin", "second-b",
+    ]
+    where = [result.script.index(text) for text in ("echo one", "echo two-a", "echo two-b")]
+    assert where == sorted(where)
+    subprocess.run(["bash", "-n"], input=result.script, text=True, check=True)  # it parses
+
+
+def test_plan_takes_what_compute_takes() -> None:
+    spec = sky.Spec(
+        provider=sky.Local(isolated=True), image=sky.Image(pip=["six"]), plugins=[sky.plugins.mps()]
+    )
+    result = plan(spec, options=sky.Options(console="log"))
+    assert _phase_order(result.script)[-1] == "mps"
+    assert result.image.env["CUDA_MPS_PIPE_DIRECTORY"]
+    with pytest.raises(sky.ConfigurationError):
+        plan(spec, image=sky.Image())  # specs and Spec keywords do not mix, as in Compute
+
+
+def test_plan_masks_nothing_but_never_inlines_op_secrets_it_does_not_own() -> None:
+    """The huggingface op refers to $HF_TOKEN; the token itself only lives in env.sh's heredoc."""
+    token = "hf_" + "x" * 30
+    result = sky.plan(plugins=[sky.plugins.huggingface(token=token)])
+    [op] = result.ops
+    assert op.secrets == (token,) and token not in op.script
+    assert result.image.env["HF_TOKEN"] == token
+
+
+def test_plan_with_indexes_scopes_them_to_their_packages() -> None:
+    index = sky.PipIndex(url="https://download.pytorch.org/whl/cpu", packages=["torch"])
+    result = sky.plan(image=sky.Image(pip=["torch==2.13.0", "six"], pip_indexes=[index]))
+    script = result.script
+    assert '"torch" = { index = "skyward-0" }' in script
+    assert 'url = "https://download.pytorch.org/whl/cpu"' in script and "explicit = true" in script
+    assert '"six" = {' not in script

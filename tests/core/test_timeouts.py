@@ -1,0 +1,131 @@
+"""Task time limits: where they come from, that they fire on time, and that the slot comes back."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from conftest import assert_pool_works, pid_alive, wait_until, worker_pid
+
+import skyward as sky
+
+pytestmark = pytest.mark.timeout(60)
+
+#: How late a TimeoutError may be raised after its limit.
+SLACK = 2.0
+
+
+@sky.function
+def sleep_for(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+@sky.function(timeout=1)
+def sleeps_with_a_limit(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+@sky.function
+def busy_loop(seconds: float) -> int:
+    """Pure Python, never blocking in C: the kind of task a cancel can stop in place."""
+    deadline = time.monotonic() + seconds
+    spins = 0
+    while time.monotonic() < deadline:
+        spins += 1
+    return spins
+
+
+@sky.function
+def pids() -> tuple[int, int]:
+    return os.getpid(), os.getppid()
+
+
+def timed(call):
+    started = time.monotonic()
+    try:
+        call()
+    except TimeoutError as exc:
+        return time.monotonic() - started, exc
+    raise AssertionError("no TimeoutError")
+
+
+def test_function_timeout_raises_on_time(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    elapsed, error = timed(lambda: sleeps_with_a_limit(30) >> compute)
+    assert 1 <= elapsed < 1 + SLACK
+    assert "sleeps_with_a_limit() did not finish within 1s on node 0" in str(error)
+    assert "@sky.function(timeout=...)" in str(error)
+
+
+def test_per_call_timeout_raises_on_time(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    elapsed, error = timed(lambda: sleep_for(30).with_timeout(1) >> compute)
+    assert 1 <= elapsed < 1 + SLACK
+    assert "sleep_for() did not finish within 1s" in str(error)
+
+
+def test_per_call_timeout_overrides_the_function_timeout(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    assert sleeps_with_a_limit(1.5).with_timeout(10) >> compute == 1.5
+
+
+def test_task_within_its_timeout_returns_normally(pool: sky.Pool) -> None:
+    assert sleep_for(0.1).with_timeout(5) >> pool == 0.1
+
+
+def test_default_compute_timeout_shortcut_applies_to_every_task(fresh_pool) -> None:
+    compute = fresh_pool(1, default_compute_timeout=1)
+    elapsed, _ = timed(lambda: sleep_for(30) >> compute)
+    assert 1 <= elapsed < 1 + SLACK
+
+
+def test_default_compute_timeout_from_options_applies_to_every_task(fresh_pool) -> None:
+    compute = fresh_pool(1, options=sky.Options(default_compute_timeout=1, console=False, logging=False))
+    elapsed, _ = timed(lambda: (sleep_for(30) > compute).result(timeout=30))
+    assert 1 <= elapsed < 1 + SLACK
+
+
+def test_timeout_fails_a_future_from_gt(pool: sky.Pool) -> None:
+    future = busy_loop(30).with_timeout(0.5) > pool
+    with pytest.raises(TimeoutError):
+        future.result(timeout=30)
+
+
+def test_task_blocked_in_c_gets_its_worker_replaced_and_later_tasks_run(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    events: list[sky.Event] = []
+    compute.on(sky.NodeLost, events.append)
+    before = worker_pid() >> compute
+    with pytest.raises(TimeoutError):
+        sleep_for(60).with_timeout(1) >> compute
+    started = time.monotonic()
+    after = worker_pid() >> compute  # waits for the slot: the stuck worker is replaced
+    assert time.monotonic() - started < 10
+    assert after != before
+    assert wait_until(lambda: not pid_alive(before), timeout=5)
+    assert [e.node for e in events] == [0]
+    assert_pool_works(compute)
+
+
+def test_busy_python_loop_is_cancelled_in_place(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    before = worker_pid() >> compute
+    with pytest.raises(TimeoutError):
+        busy_loop(60).with_timeout(1) >> compute
+    started = time.monotonic()
+    assert worker_pid() >> compute == before  # same worker: the loop was stopped, not the process
+    assert time.monotonic() - started < 1.5  # sooner than the grace before a stuck worker is replaced
+
+
+def test_timeout_with_process_executor_kills_the_task_subprocess(fresh_pool) -> None:
+    compute = fresh_pool(1, worker=sky.Worker(executor="process"))
+    task_pid, worker = pids() >> compute
+    with pytest.raises(TimeoutError):
+        sleep_for(60).with_timeout(1) >> compute
+    assert wait_until(lambda: not pid_alive(task_pid), timeout=5)
+    new_task_pid, same_worker = pids() >> compute
+    assert new_task_pid != task_pid
+    assert same_worker == worker  # only the subprocess went, not the node's worker

@@ -1,0 +1,51 @@
+"""Fixtures for the SSH tests: real OpenSSH servers on loopback, each one a separate "host".
+
+Nothing is installed here: `sshd` (Debian's openssh-server) must be present; scripts/test.sh
+installs it, and its absence fails the tests loudly. The servers, their keys and homes live in a
+temporary folder and are stopped when the session ends (see ssh_hosts.py). Pools use
+`SSH(python=sys.executable)`: node venvs are built from this interpreter, with its site-packages
+visible, so a bootstrap takes seconds.
+
+Test modules are not importable on a worker, so each one is shipped by value, like a script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import cloudpickle
+import pytest
+from ssh_hosts import SSHHosts, ssh_pool, start_hosts, workers_of
+
+import skyward as sky
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]:
+    module = request.module
+    cloudpickle.register_pickle_by_value(module)
+    yield
+    cloudpickle.unregister_pickle_by_value(module)
+
+
+@pytest.fixture(scope="session")
+def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
+    """Two OpenSSH servers (127.0.0.2 and 127.0.0.3, on free ports) shared by the whole session."""
+    hosts = start_hosts(tmp_path_factory.mktemp("sshd"), 2)
+    try:
+        yield hosts
+        left = {str(s.home): workers_of(s.home) for s in hosts.servers}
+        assert not any(left.values()), f"workers left running on the SSH hosts: {left}"
+    finally:
+        hosts.stop()
+
+
+@pytest.fixture(scope="module")
+def pool(ssh_hosts: SSHHosts) -> Iterator[sky.Pool]:
+    """A two-node pool, one node per host, shared by a module's read-only tests."""
+    compute = ssh_pool(ssh_hosts)
+    compute.start()
+    try:
+        yield compute
+    finally:
+        compute.stop()

@@ -1,0 +1,300 @@
+"""Real OpenSSH servers on loopback for the SSH tests: each one a separate "host".
+
+Each server listens on its own loopback address (127.0.0.2, 127.0.0.3, ...: all of 127/8 is
+local on Linux) and free port, with its own generated host key, its own home folder (`SetEnv
+HOME=...`, so each host has its own `~`), key-only login for this user, and its config, pid file and
+log in a temporary folder. A known_hosts file lists every server's key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import attrs
+
+
+def find_sshd() -> str | None:
+    return shutil.which("sshd") or next(
+        (p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd") if os.access(p, os.X_OK)), None
+    )
+
+
+def free_port(address: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return sock.getsockname()[1]
+
+
+def write_key(path: Path, key: asyncssh.SSHKey) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(key.export_private_key())
+    path.with_suffix(".pub").write_bytes(key.export_public_key())
+
+
+@attrs.define
+class SSHServer:
+    address: str
+    port: int
+    user: str
+    home: Path
+    folder: Path
+    host_key: asyncssh.SSHKey
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def target(self) -> str:
+        return f"{self.user}@{self.address}:{self.port}"
+
+    @property
+    def known_hosts_line(self) -> str:
+        return f"[{self.address}]:{self.port} {self.host_key.export_public_key().decode().strip()}"
+
+    def start(self, sshd: str, authorized_keys: Path, env: dict[str, str]) -> None:
+        config = self.folder / "sshd_config"
+        setenv = " ".join(f'"{name}={value}"' for name, value in {**env, "HOME": str(self.home)}.items())
+        config.write_text(
+            "\n".join([
+                f"Port {self.port}",
+                f"ListenAddress {self.address}",
+                f"HostKey {self.folder / 'host_key'}",
+                f"PidFile {self.folder / 'sshd.pid'}",
+                f"AuthorizedKeysFile {authorized_keys}",
+                f"AllowUsers {self.user}",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "PubkeyAuthentication yes",
+                "PermitRootLogin prohibit-password",
+                "UsePAM no",
+                "StrictModes no",
+                f"SetEnv {setenv}",
+                "Subsystem sftp internal-sftp",
+                "MaxStartups 100",
+                "MaxSessions 100",
+                "LogLevel ERROR",
+                "",
+            ])
+        )
+        log = open(self.folder / "sshd.log", "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(
+            [sshd, "-D", "-e", "-f", str(config)], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"sshd on {self.address}:{self.port} exited: {self.log()}")
+            with contextlib.suppress(OSError):
+                socket.create_connection((self.address, self.port), timeout=0.5).close()
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"sshd on {self.address}:{self.port} did not start: {self.log()}")
+
+    def log(self) -> str:
+        with contextlib.suppress(OSError):
+            return (self.folder / "sshd.log").read_text()
+        return ""
+
+    def session_pids(self) -> list[int]:
+        """The per-connection sshd processes (children of the listener)."""
+        if self.process is None:
+            return []
+        return [pid for pid in all_pids() if parent_pid(pid) == self.process.pid]
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        sessions = self.session_pids()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        for pid in sessions:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+@attrs.define
+class SSHHosts:
+    servers: list[SSHServer]
+    key_file: Path
+    known_hosts: Path
+    folder: Path
+
+    @property
+    def targets(self) -> list[str]:
+        return [s.target for s in self.servers]
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+
+#: Network settings of this machine that its loopback "hosts" share (a TLS-intercepting proxy's CA,
+#: proxies, package indexes): a real host would have its own.
+FORWARDED_ENV = (
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+    "http_proxy", "https_proxy", "no_proxy", "UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL",
+    "UV_NATIVE_TLS", "UV_SYSTEM_CERTS", "PIP_INDEX_URL", "PIP_CERT",
+)
+
+
+def find_uv() -> str | None:
+    """uv next to this interpreter or on PATH (requirements-test.txt installs it)."""
+    beside = Path(sys.executable).parent / "uv"
+    return str(beside) if beside.exists() else shutil.which("uv")
+
+
+def uv_cache_dir() -> str:
+    """The client's uv cache, shared by every host: a package downloads once, not once per node."""
+    found = os.environ.get("UV_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    if os.environ.get("UV_CACHE_DIR"):
+        return os.environ["UV_CACHE_DIR"]
+    base = Path(found) if found else Path.home() / ".cache"
+    return str(base / "uv")
+
+
+def start_hosts(folder: Path, count: int) -> SSHHosts:
+    sshd = find_sshd()
+    if sshd is None:
+        raise RuntimeError(
+            "sshd is not installed: the SSH tests run real OpenSSH servers. Install it with "
+            "`apt-get install -y openssh-server` (scripts/test.sh does this)."
+        )
+    if os.geteuid() == 0:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    user = getpass.getuser()
+    client_key = asyncssh.generate_private_key("ssh-ed25519")
+    key_file = folder / "client_key"
+    write_key(key_file, client_key)
+    authorized = folder / "authorized_keys"
+    authorized.write_bytes(client_key.export_public_key())
+    env = {name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)}
+    env["UV_CACHE_DIR"] = uv_cache_dir()
+    uv = find_uv()
+    servers = []
+    for i in range(count):
+        address = f"127.0.0.{i + 2}"
+        host_folder = folder / f"host{i}"
+        home = host_folder / "home"
+        home.mkdir(parents=True)
+        if uv is not None:  # the host has uv installed, as `pip install --user uv` would leave it
+            (home / ".local" / "bin").mkdir(parents=True)
+            os.symlink(uv, home / ".local" / "bin" / "uv")
+        host_key = asyncssh.generate_private_key("ssh-ed25519")
+        write_key(host_folder / "host_key", host_key)
+        servers.append(SSHServer(address, free_port(address), user, home, host_folder, host_key))
+    hosts = SSHHosts(servers, key_file, folder / "known_hosts", folder)
+    hosts.known_hosts.write_text("".join(s.known_hosts_line + "\n" for s in servers))
+    try:
+        for server in servers:
+            server.start(sshd, authorized, env)
+    except BaseException:
+        hosts.stop()
+        raise
+    return hosts
+
+
+# -- /proc helpers -----------------------------------------------------------------------------------
+
+
+def all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def parent_pid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def environ(pid: int) -> dict[str, str]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return {}
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def processes_of(home: Path) -> list[int]:
+    """Live processes started by a login to the host whose home is `home` (sshd sets HOME)."""
+    mine = os.getpid()
+    return [
+        pid for pid in all_pids()
+        if pid != mine and pid_alive(pid) and environ(pid).get("HOME") == str(home)
+    ]
+
+
+def workers_of(home: Path) -> list[int]:
+    return [pid for pid in processes_of(home) if "skyward.worker" in cmdline(pid)]
+
+
+# -- pools on these hosts ------------------------------------------------------------------------------
+
+
+def ssh_provider(hosts: SSHHosts, *, servers: list[int] | None = None, **kwargs: Any) -> Any:
+    """`sky.SSH` over `hosts` (or the `servers` named by index), building venvs from this Python."""
+    import skyward as sky
+
+    chosen = [hosts.servers[i] for i in servers] if servers is not None else hosts.servers
+    kwargs.setdefault("key_file", str(hosts.key_file))
+    kwargs.setdefault("known_hosts", str(hosts.known_hosts))
+    kwargs.setdefault("python", sys.executable)
+    return sky.SSH(hosts=[s.target for s in chosen], **kwargs)
+
+
+def ssh_pool(
+    hosts: SSHHosts, *, servers: list[int] | None = None, provider: Any = None, **kwargs: Any
+) -> Any:
+    """A pool (not started) on these hosts, quiet."""
+    import skyward as sky
+
+    kwargs.setdefault("console", False)
+    kwargs.setdefault("logging", False)
+    return sky.Compute(provider=provider or ssh_provider(hosts, servers=servers), **kwargs)
+
+
+def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())

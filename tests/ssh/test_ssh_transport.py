@@ -1,0 +1,172 @@
+"""`SSHChannel` on its own: a worker over an exec channel, and how it stops (close, kill, a lost
+connection), with no pool and no bootstrap (the worker runs from this interpreter)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from ssh_hosts import SSHHosts, SSHServer, cmdline, parent_pid, pid_alive, processes_of, wait_until
+
+from skyward.instance import InstanceInfo
+from skyward.messages import Hello, TaskMessage, function_key, pickle_function
+from skyward.transport.ssh import SSHChannel, SSHRunner, connect, worker_command
+from skyward.wire import Frame, Kind
+
+
+def spawn_and_sleep(seconds: float) -> int:
+    """A task that starts a child process (same process group) and blocks in C."""
+    import subprocess
+    import time
+
+    child = subprocess.Popen(["sleep", str(seconds)])
+    print(child.pid, flush=True)
+    time.sleep(seconds)
+    return child.pid
+
+
+class Harness:
+    """One worker on `server` over an SSHChannel, driven frame by frame."""
+
+    def __init__(self, server: SSHServer, hosts: SSHHosts) -> None:
+        self.server, self.hosts = server, hosts
+        self.frames: asyncio.Queue[Frame] = asyncio.Queue()
+        self.closed: asyncio.Future[BaseException | None] | None = None
+
+    async def start(self) -> SSHChannel:
+        self.conn = await connect(self.server.address, self.server.port, self.server.user,
+                                  key_file=self.hosts.key_file, known_hosts=self.hosts.known_hosts)
+        pid_file = f"{self.server.home}/worker.pid"
+        launch = f"exec {sys.executable} -m skyward.worker"
+        command = worker_command(launch, pid_file=pid_file, cwd=str(self.server.home))
+        channel = await SSHChannel(self.conn, command, pid_file=pid_file).open()
+        self.closed = asyncio.get_running_loop().create_future()
+        channel.on_frame = self.frames.put_nowait
+        channel.on_closed = lambda exc: self.closed.done() or self.closed.set_result(exc)
+        channel.start()
+        hello = Hello(info=InstanceInfo(node=0, total_nodes=1), concurrency=2, executor="thread",
+                      reuse_processes=True, env={})
+        channel.send(Kind.HELLO, 0, hello)
+        ready = await asyncio.wait_for(self.frames.get(), 30)
+        assert ready.kind is Kind.READY
+        self.channel = channel
+        return channel
+
+    def run(self, task_id: int, fn: Any, *args: Any) -> None:
+        data = pickle_function(fn, fn.__name__)
+        key = function_key(data)
+        self.channel.send(Kind.FUNCTION, 0, (key, data))
+        self.channel.send(Kind.TASK, task_id, TaskMessage(key, args, {}, fn.__name__))
+
+    async def child_pid(self) -> int:
+        while True:
+            frame = await asyncio.wait_for(self.frames.get(), 30)
+            if frame.kind is Kind.LOG:
+                return int(frame.payload[1].split()[0])
+
+
+def test_a_task_round_trips_and_close_stops_the_worker(ssh_hosts: SSHHosts) -> None:
+    async def scenario() -> int:
+        harness = Harness(ssh_hosts.servers[0], ssh_hosts)
+        channel = await harness.start()
+        harness.run(7, pow, 2, 10)
+        result = await asyncio.wait_for(harness.frames.get(), 30)
+        assert (result.kind, result.id, result.payload) == (Kind.RESULT, 7, 1024)
+        worker = channel.pid
+        assert worker is not None and pid_alive(worker)
+        await channel.close(timeout=5)
+        assert not harness.closed.done()  # a requested close is not a lost node
+        harness.conn.close()
+        return worker
+
+    worker = asyncio.run(scenario())
+    assert wait_until(lambda: not pid_alive(worker), timeout=5)
+
+
+def test_kill_takes_the_workers_whole_process_group(ssh_hosts: SSHHosts) -> None:
+    async def scenario() -> tuple[int, int]:
+        harness = Harness(ssh_hosts.servers[1], ssh_hosts)
+        channel = await harness.start()
+        harness.run(1, spawn_and_sleep, 60)
+        child = await harness.child_pid()
+        worker = channel.pid
+        assert worker is not None and pid_alive(child)
+        channel.kill()
+        await asyncio.wait_for(harness.closed, 10)  # the pool hears of it as a lost node
+        await channel.close(timeout=1)
+        harness.conn.close()
+        return worker, child
+
+    worker, child = asyncio.run(scenario())
+    assert wait_until(lambda: not pid_alive(worker) and not pid_alive(child), timeout=5)
+
+
+def test_a_dropped_connection_makes_the_worker_exit_by_itself(ssh_hosts: SSHHosts) -> None:
+    """No kill is sent: sshd is gone, the worker's stdin closes, and it exits mid-task."""
+
+    async def scenario() -> tuple[int, int]:
+        harness = Harness(ssh_hosts.servers[0], ssh_hosts)
+        channel = await harness.start()
+        harness.run(1, spawn_and_sleep, 60)
+        child = await harness.child_pid()
+        worker = channel.pid
+        assert worker is not None
+        os.kill(parent_pid(worker), signal.SIGKILL)  # the sshd serving this connection
+        exc = await asyncio.wait_for(harness.closed, 10)
+        assert exc is None or isinstance(exc, Exception)
+        harness.conn.close()
+        return worker, child
+
+    worker, child = asyncio.run(scenario())
+    assert wait_until(lambda: not pid_alive(worker), timeout=10)
+    # A task's own subprocess outlives it (the provider kills the group by pid file on reconnect).
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(child, signal.SIGKILL)
+
+
+def test_runner_streams_lines_and_put_copies_files_and_folders(ssh_hosts: SSHHosts, tmp_path: Path) -> None:
+    server = ssh_hosts.servers[0]
+    (tmp_path / "tree" / "sub").mkdir(parents=True)
+    (tmp_path / "tree" / "a.txt").write_text("a")
+    (tmp_path / "tree" / "sub" / "b.txt").write_text("b")
+    (tmp_path / "one.txt").write_text("one")
+
+    async def scenario() -> tuple[int, list[tuple[str, str]], int]:
+        conn = await connect(server.address, server.port, server.user, key_file=ssh_hosts.key_file,
+                             known_hosts=ssh_hosts.known_hosts)
+        async with conn:
+            runner = SSHRunner(conn)
+            lines: list[tuple[str, str]] = []
+            code = await runner.run("cat; echo out; echo err >&2; exit 3", stdin="in\n",
+                                    on_line=lambda s, line: lines.append((s, line)), timeout=30)
+            target = f"{server.home}/copied"
+            await runner.put(tmp_path / "tree", f"{target}/tree")
+            await runner.put(tmp_path / "tree", f"{target}/tree")  # merged, not nested
+            await runner.put(tmp_path / "one.txt", f"{target}/deep/one.txt")
+            try:
+                await runner.run("sleep 30", stdin=None, on_line=lambda s, line: None, timeout=0.5)
+            except TimeoutError:
+                timed_out = 1
+            else:
+                timed_out = 0
+            return code, lines, timed_out
+
+    code, lines, timed_out = asyncio.run(scenario())
+    assert code == 3 and timed_out == 1
+    assert ("stdout", "in") in lines and ("stdout", "out") in lines and ("stderr", "err") in lines
+    copied = server.home / "copied"
+    assert (copied / "tree" / "a.txt").read_text() == "a"
+    assert (copied / "tree" / "sub" / "b.txt").read_text() == "b"
+    assert not (copied / "tree" / "tree").exists()
+    # the timed-out command was stopped on the host, not just abandoned
+    sleeping = lambda: [p for p in processes_of(server.home) if "sleep 30" in cmdline(p)]  # noqa: E731
+    assert wait_until(lambda: not sleeping(), timeout=5)
+    assert (copied / "deep" / "one.txt").read_text() == "one"
+    import shutil
+
+    shutil.rmtree(copied)
