@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_pool_works, pid_alive, wait_until, worker_pid
+from conftest import assert_pool_works, node_index, pid_alive, wait_until, worker_pid
 
 import skyward as sky
 
@@ -105,3 +105,29 @@ def test_streaming_task_on_a_killed_worker_is_not_replayed(fresh_pool, tmp_path:
     with pytest.raises(sky.NodeLostError, match="it streams data, so it cannot be replayed"):
         next(items)
     assert_pool_works(compute)
+
+
+class _FailsToReconnect(sky.Local):
+    """Local nodes that start once; a replacement for a lost node cannot be had."""
+
+    def create(self):  # type: ignore[override]
+        from skyward.providers.local import LocalProvider
+
+        class Provider(LocalProvider):
+            started: set[int] = set()
+
+            async def connect(self, cluster, instance, setup):  # type: ignore[override]
+                if instance.node in self.started:
+                    raise RuntimeError("no capacity for a replacement")
+                self.started.add(instance.node)
+                return await super().connect(cluster, instance, setup)
+
+        return Provider()
+
+
+def test_a_node_that_cannot_be_replaced_leaves_the_pool_and_broadcasts_skip_it() -> None:
+    with sky.Compute(provider=_FailsToReconnect(), nodes=2, console=False) as pool:
+        pids = worker_pid() @ pool
+        os.kill(pids[1], signal.SIGKILL)
+        wait_until(lambda: pool.current_nodes() == 1 and len(pool._node_indices()) == 1, timeout=10)
+        assert node_index() @ pool == [0]

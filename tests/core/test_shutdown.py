@@ -177,3 +177,19 @@ def test_map_after_exit_raises_pool_closed_even_for_no_items() -> None:
         pass
     with pytest.raises(sky.PoolClosedError):
         pool.map(abs, [])
+
+
+@sky.function
+def start_a_sleeping_child() -> int:
+    import subprocess
+
+    return subprocess.Popen(["sleep", "300"]).pid
+
+
+def test_a_subprocess_started_by_a_task_ends_with_the_pool() -> None:
+    from conftest import pid_alive, wait_until
+
+    with sky.Compute(provider=sky.Local(), nodes=1, console=False) as pool:
+        child = start_a_sleeping_child() >> pool
+        assert pid_alive(child)
+    wait_until(lambda: not pid_alive(child), timeout=10)

@@ -417,6 +417,11 @@ class Pool:
             del node
         except Exception as exc:  # noqa: BLE001 - report, and fail what waited for this node
             self.bus.emit(Error(message=f"node {index} could not be replaced: {exc}", fatal=False, node=index, pool=self.name))
+            # The node is gone for good: later broadcasts and targets must not wait for it.
+            lost = self._instances.pop(index, None)
+            if lost is not None and self._provider is not None:
+                with contextlib.suppress(Exception):
+                    await self._provider.terminate(self.cluster, [lost])
             for task in self._scheduler.drain():
                 if task.target == index:
                     task.fail(NodeLostError(f"Node {index} was lost and could not be replaced: {exc}"))

@@ -8,9 +8,11 @@ may write frames through the channel's lock.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import ctypes
 import os
+import signal
 import sys
 import threading
 from collections import OrderedDict
@@ -295,5 +297,19 @@ def main() -> None:
         worker.serve()
     finally:
         pump.stop()
+        _end_process_group()
         os._exit(0)
+
+
+def _end_process_group() -> None:
+    """Take every process a task started down with the worker (when the worker leads its group).
+
+    Local and SSH start workers in a session of their own; a task's subprocesses would otherwise
+    outlive a worker whose client vanished.
+    """
+    if os.getpgrp() != os.getpid():
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgrp(), signal.SIGTERM)
 
