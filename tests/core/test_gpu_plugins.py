@@ -349,6 +349,7 @@ def test_mig_plugin_hooks() -> None:
     assert plugin.transform is None and plugin.decorate is None and plugin.around_client is None
     assert plugin.around_app == plugin.around_process == mig_module.MigDevice("3g.40gb")
     assert plugin.bootstrap == mig_module.MigSetup("3g.40gb")
+    assert plugin.workers_per_node == mig_module.MigWorkers("3g.40gb")
     # Worker-side hooks travel to workers with cloudpickle.
     assert cloudpickle.loads(cloudpickle.dumps(plugin)) == plugin
 

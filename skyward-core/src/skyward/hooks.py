@@ -44,6 +44,10 @@ class PluginAdapter:
         return self.plugin.around_client(pool, cluster) if self.plugin.around_client else None
 
     @hookimpl
+    def skyward_workers_per_node(self, spec: Any) -> Any:
+        return self.plugin.workers_per_node(spec) if self.plugin.workers_per_node else None
+
+    @hookimpl
     def skyward_worker_plugins(self) -> Any:
         p = self.plugin
         return [p] if (p.decorate or p.around_app or p.around_process) else None
@@ -109,6 +113,19 @@ class PoolHooks:
             manager = self._call(name, hook, pool=pool, cluster=cluster)
             if manager is not None:
                 stack.enter_context(manager)
+
+    def workers_per_node(self, spec: Any) -> int:
+        asked: dict[str, int] = {}
+        for name, hook in self._in_order("skyward_workers_per_node"):
+            value = self._call(name, hook, spec=spec)
+            if value is not None:
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise PluginError(f"The plugin {name.split(':', 1)[1]!r} asked for {value!r} workers per node; use an int >= 1")
+                asked[name.split(":", 1)[1]] = value
+        counts = {v for v in asked.values() if v > 1}
+        if len(counts) > 1:
+            raise PluginError(f"Plugins disagree on workers per node: {asked}; keep one of them")
+        return counts.pop() if counts else 1
 
     def worker_plugins(self) -> tuple[Plugin, ...]:
         found: list[Plugin] = []

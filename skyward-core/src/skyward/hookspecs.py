@@ -62,6 +62,15 @@ def skyward_around_client(pool: Any, cluster: Any) -> Any:
 
 
 @hookspec
+def skyward_workers_per_node(spec: Any) -> Any:
+    """Return how many worker processes each node runs (e.g. one per MIG instance), or None.
+
+    Called once at pool start, before provisioning. Each worker gets its own `InstanceInfo.worker`;
+    `@` reaches every worker. Plugins that disagree (two values above 1) are an error.
+    """
+
+
+@hookspec
 def skyward_worker_plugins() -> Any:
     """Return the `Plugin` objects whose worker-side hooks (`decorate`, `around_app`,
     `around_process`) ship to every worker in the handshake."""

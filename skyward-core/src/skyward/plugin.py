@@ -77,6 +77,8 @@ class Plugin:
     around_process: ProcessLifecycle | None = None
     around_client: ClientLifecycle | None = None
     launcher: Callable[[LaunchCommand, LaunchContext], LaunchCommand] | None = None
+    #: Spec -> worker processes per node (MIG runs one per GPU instance); None means one.
+    workers_per_node: Callable[[Any], int] | None = None
 
     @staticmethod
     def create(name: str) -> Plugin:
@@ -102,6 +104,10 @@ class Plugin:
 
     def with_launcher(self, launcher: Callable[[LaunchCommand, LaunchContext], LaunchCommand]) -> Plugin:
         return attrs.evolve(self, launcher=launcher)
+
+    def with_workers_per_node(self, workers: Callable[[Any], int]) -> Plugin:
+        """Run `workers(spec)` worker processes on every node instead of one."""
+        return attrs.evolve(self, workers_per_node=workers)
 
 
 def around_app(name: str, around: AppLifecycle) -> Plugin:

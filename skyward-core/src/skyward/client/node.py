@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from skyward.transport.base import Channel
 
 
-#: A node that is finishing short tasks one after another is sent more than its slots: as many
-#: as it finishes in about this long. A stream of short tasks then never waits for a round trip,
-#: while no task waits behind more than this much queued work.
+#: A node that is finishing short tasks one after another is sent more tasks of a `map` than its
+#: slots: as many as it finishes in about this long. A map of short tasks then never waits for a
+#: round trip, while no task waits behind more than this much queued work.
 PREFETCH_HORIZON = 0.005
 #: The most tasks a node holds beyond its slots.
 PREFETCH_MAX = 64
@@ -42,8 +42,11 @@ class NodeHandle:
         emit: Callable[[Any], None],
         on_lost: Callable[[NodeHandle, BaseException | None], None],
         on_free: Callable[[], None],
+        key: int | None = None,
     ) -> None:
         self.index = index
+        #: The scheduler's key: the global worker index (the node index with one worker per node).
+        self.key = index if key is None else key
         self.instance = instance
         self.info = info
         self.channel = channel
@@ -92,10 +95,10 @@ class NodeHandle:
 
     @property
     def free_slots(self) -> int:
-        return self.capacity + self.prefetch() - len(self.inflight) - len(self.stuck)
+        return self.capacity - len(self.inflight) - len(self.stuck)
 
     def prefetch(self) -> int:
-        """Tasks this node may hold beyond its slots (see `PREFETCH_HORIZON`).
+        """Tasks of a `map` this node may hold beyond its slots (see `PREFETCH_HORIZON`).
 
         None unless it finished a task within the horizon and its oldest task is younger than
         that: a long task, or a node that was idle, gets no more than its slots.

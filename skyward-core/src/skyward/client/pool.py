@@ -97,6 +97,7 @@ class Pool:
         self.hooks = PoolHooks(())
         self.bootstrap_ops: tuple[Any, ...] = ()
         self._worker_plugins: tuple[Any, ...] = ()
+        self.workers_per_node = 1
 
     # -- public: events ----------------------------------------------------------------------------------
 
@@ -179,10 +180,11 @@ class Pool:
         return task.future
 
     def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
-        """Run once on every node; results in node-index order (a generator's items as a list)."""
+        """Run once on every worker (one per node unless a plugin such as mig asks for more);
+        results in global worker order, which is node order (a generator's items as a list)."""
         self._require_running()  # a closed pool has no nodes: say so rather than return []
-        nodes = self._node_indices()
-        tasks = [self._prepare(pending, index, fn_cache={}) for index in nodes]
+        cache: dict[int, tuple[bytes, bytes, bool]] = {}
+        tasks = [self._prepare(pending, None, fn_cache=cache, key=key) for key in self._worker_keys()]
         self._submit(tasks)
         return [self._wait(t) for t in tasks]
 
@@ -201,12 +203,14 @@ class Pool:
         timeout = getattr(fn, "timeout", None)
         cache: dict[int, tuple[bytes, bytes, bool]] = {}
         tasks = [self._prepare(PendingFunction(raw, (item,), {}, timeout), None, fn_cache=cache) for item in items]
+        for task in tasks:
+            task.prefetch = True  # a map's short tasks may queue on a busy node (see client/node.py)
         self._submit(tasks)
         return [self._wait(t) for t in tasks]
 
     def current_nodes(self) -> int:
         """How many nodes are ready right now."""
-        return sum(1 for n in self._scheduler.nodes.values() if n.ready)
+        return len({n.index for n in self._scheduler.nodes.values() if n.ready})
 
     def resize(self, nodes: int | Any) -> None:
         """Grow or shrink the pool to `nodes` at runtime."""
@@ -224,6 +228,7 @@ class Pool:
         pending: PendingFunction[Any],
         target: int | str | None,
         fn_cache: dict[int, tuple[bytes, bytes, bool]] | None = None,
+        key: int | None = None,
     ) -> TaskState:
         if not isinstance(pending, PendingFunction):
             raise TypeError(
@@ -262,7 +267,7 @@ class Pool:
         timeout = pending.timeout if pending.timeout is not None else self.options.default_compute_timeout
         task = TaskState(
             name=name, fn_key=fn_key, fn_bytes=fn_bytes, parts=parts, task_id=task_id,
-            target=self._target_index(target), timeout=timeout, generator=generator,
+            target=key if key is not None else self._target_index(target), timeout=timeout, generator=generator,
             window=STREAM_WINDOW, inputs=inputs,
         )
         return task
@@ -284,6 +289,7 @@ class Pool:
         return new_args, new_kwargs, inputs
 
     def _target_index(self, target: int | str | None) -> int | None:
+        """The scheduler key for `target=`: a node index names that node's first worker."""
         if target is None:
             return None
         if target == "head":
@@ -292,11 +298,15 @@ class Pool:
             known = self._node_indices()
             if target not in known and target not in self._instances:
                 raise ConfigurationError(f"target={target}: this pool has nodes {known}; pass one of them or 'head'")
-            return target
+            return target * self.workers_per_node
         raise ConfigurationError(f"target={target!r}: use None (round-robin), 'head' or a node index")
 
     def _node_indices(self) -> list[int]:
         return sorted(self._instances)
+
+    def _worker_keys(self) -> list[int]:
+        per = self.workers_per_node
+        return [node * per + worker for node in self._node_indices() for worker in range(per)]
 
     def _require_running(self) -> None:
         if self._state != "running":
@@ -383,8 +393,8 @@ class Pool:
         if self._closing:
             return
         node.flush_logs()
-        if self._scheduler.nodes.get(node.index) is node:
-            del self._scheduler.nodes[node.index]
+        if self._scheduler.nodes.get(node.key) is node:
+            del self._scheduler.nodes[node.key]
         self.bus.emit(NodeLost(node=node.index, reason=repr(exc) if exc else "worker exited", pool=self.name))
         limit = self.options.retry_on_interruption
         for task in list(node.inflight.values()):
@@ -405,30 +415,31 @@ class Pool:
         asyncio.get_running_loop().create_task(self._replace(node))
 
     async def _replace(self, old: NodeHandle) -> None:
-        index = old.index
-        if index in self._replacing:
+        index, key = old.index, old.key
+        if key in self._replacing:
             return
-        self._replacing.add(index)
+        self._replacing.add(key)
         try:
             await old.channel.close(timeout=1)
             instance = self._instances[index]
-            node = await self._start_node(index, instance, len(self._instances))
+            node = await self._start_node(index, instance, len(self._instances), worker=old.info.worker)
             self.bus.emit(InstanceReplaced(node=index, old_id=instance.id, new_id=instance.id, pool=self.name))
             del node
         except Exception as exc:  # noqa: BLE001 - report, and fail what waited for this node
             self.bus.emit(Error(message=f"node {index} could not be replaced: {exc}", fatal=False, node=index, pool=self.name))
             # The node is gone for good: later broadcasts and targets must not wait for it.
-            lost = self._instances.pop(index, None)
+            others = [n for n in self._scheduler.nodes.values() if n.index == index and n.key != key]
+            lost = self._instances.pop(index, None) if not others else None
             if lost is not None and self._provider is not None:
                 with contextlib.suppress(Exception):
                     await self._provider.terminate(self.cluster, [lost])
             for task in self._scheduler.drain():
-                if task.target == index:
+                if task.target == key:
                     task.fail(NodeLostError(f"Node {index} was lost and could not be replaced: {exc}"))
                 else:
                     self._scheduler._queue.append(task)
         finally:
-            self._replacing.discard(index)
+            self._replacing.discard(key)
             self._scheduler.pump()
 
     async def _start(self) -> None:
@@ -470,13 +481,14 @@ class Pool:
         self.image = self.hooks.transform_image(spec.image, self.cluster)
         self.bootstrap_ops = self.hooks.bootstrap_ops(self.cluster)
         self._worker_plugins = self.hooks.worker_plugins()
+        self.workers_per_node = self.hooks.workers_per_node(spec)
         count = spec.nodes.desired
         instances = await self._provider.provision(self.cluster, list(range(count)))
         for instance in instances:
             self._instances[instance.node] = instance
             self.bus.emit(InstanceProvisioned(node=instance.node, instance_id=instance.id, instance=None, pool=self.name))
         self.bus.emit(ClusterProvisioned(nodes=len(instances), pool=self.name))
-        starts = [asyncio.ensure_future(self._start_node(i.node, i, count)) for i in instances]
+        starts = [asyncio.ensure_future(self._start_workers(i, count)) for i in instances]
         needed = spec.nodes.min or count
         done = 0
         failure: BaseException | None = None
@@ -530,16 +542,21 @@ class Pool:
             accelerator=acc.to_info() if acc is not None else None,
         )
 
-    async def _start_node(self, index: int, instance: Any, total: int) -> NodeHandle:
+    async def _start_workers(self, instance: Any, total: int) -> None:
+        """Every worker process of one node (one, unless a plugin such as mig asks for more)."""
+        await asyncio.gather(*(self._start_node(instance.node, instance, total, worker=w) for w in range(self.workers_per_node)))
+
+    async def _start_node(self, index: int, instance: Any, total: int, worker: int = 0) -> NodeHandle:
         setup = NodeSetup(
             image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
             emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(),
         )
         channel = await self._provider.connect(self.cluster, instance, setup)
-        info = self._instance_info(index, total)
+        info = attrs.evolve(self._instance_info(index, total), worker=worker, workers_per_node=self.workers_per_node)
+        key = index * self.workers_per_node + worker
         node = NodeHandle(
             index, instance, info, channel, self.worker.concurrency + self.worker.buffer,
-            self.bus.emit, self._on_node_lost, self._scheduler.pump,
+            self.bus.emit, self._on_node_lost, self._scheduler.pump, key=key,
         )
         hello = Hello(
             info=info, concurrency=self.worker.concurrency, executor=self.executor,
@@ -554,10 +571,11 @@ class Pool:
             channel.kill()
             await channel.close(timeout=1)
             raise
-        self._scheduler.nodes[index] = node
+        self._scheduler.nodes[key] = node
         node.start_pings(min(self.spec.ttl / 3, 30.0) if self.spec.ttl > 0 else 0)
-        self.bus.emit(InstanceBootstrapped(node=index, instance=info, pool=self.name))
-        self.bus.emit(NodeReady(node=index, instance=info, pool=self.name))
+        if worker == 0:
+            self.bus.emit(InstanceBootstrapped(node=index, instance=info, pool=self.name))
+            self.bus.emit(NodeReady(node=index, instance=info, pool=self.name))
         self._scheduler.pump()
         return node
 
@@ -568,12 +586,12 @@ class Pool:
             instances = await self._provider.provision(self.cluster, new)
             for instance in instances:
                 self._instances[instance.node] = instance
-            await asyncio.gather(*(self._start_node(i.node, i, desired) for i in instances))
+            await asyncio.gather(*(self._start_workers(i, desired) for i in instances))
         elif desired < len(current):
             for index in current[desired:]:
-                node = self._scheduler.nodes.pop(index, None)
                 instance = self._instances.pop(index)
-                if node is not None:
+                for node in [n for n in list(self._scheduler.nodes.values()) if n.index == index]:
+                    del self._scheduler.nodes[node.key]
                     node.lost = True
                     for task in list(node.inflight.values()):
                         task.node = None

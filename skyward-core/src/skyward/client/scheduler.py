@@ -43,13 +43,18 @@ class Scheduler:
 
         It runs after every result, so when nothing can be placed it stops at the first task
         instead of walking (or copying) the whole queue: a `map` of 10,000 items stays linear.
-        Each node's free slots are counted once per pump.
+        Each node's room is counted once per pump: its free slots, and for the tasks of a `map`
+        (`task.prefetch`) the extra tasks it may hold while it finishes short tasks quickly.
         """
         queue = self._queue
         if not queue:
             return
-        free = {i: n.free_slots for i, n in self.nodes.items() if n.ready}
-        free = {i: slots for i, slots in free.items() if slots > 0}
+        room: dict[int, list[int]] = {}  # node index -> [free slots, free slots with prefetch]
+        for index, node in self.nodes.items():
+            if node.ready:
+                slots = node.free_slots
+                if slots + node.prefetch() > 0:
+                    room[index] = [slots, slots + node.prefetch()]
         order = sorted(self.nodes)
         waiting: deque[TaskState] = deque()  # pinned tasks whose node is busy, in order
         while queue:
@@ -57,29 +62,39 @@ class Scheduler:
             if task.done:
                 queue.popleft()
                 continue
-            index = self._pick(task, free, order)
+            index = self._pick(task, room, order)
             if index is None:
-                if task.target is None and not free:
+                if task.target is None and not room:
                     break
                 waiting.append(queue.popleft())
+                if task.target is None:
+                    break  # no room for it anywhere: the tasks behind it keep their turn
                 continue
             queue.popleft()
-            free[index] -= 1
-            if not free[index]:
-                del free[index]
+            left = room[index]
+            left[0] -= 1
+            left[1] -= 1
+            if left[1] <= 0:
+                del room[index]
             node = self.nodes[index]
             node.dispatch(task)
             self._on_dispatch(task, node)
         queue.extendleft(reversed(waiting))
 
-    def _pick(self, task: TaskState, free: dict[int, int], order: list[int]) -> int | None:
-        """The index of the node for `task` among those with `free` slots, or None."""
+    def _pick(self, task: TaskState, room: dict[int, list[int]], order: list[int]) -> int | None:
+        """The index of the node for `task` among those with `room` for it, or None."""
+        kind = 1 if task.prefetch else 0
+
+        def fits(index: int) -> bool:
+            left = room.get(index)
+            return left is not None and left[kind] > 0
+
         if task.target is not None:
-            return task.target if task.target in free else None
+            return task.target if fits(task.target) else None
         count = len(order)
         for step in range(count):
             index = order[(self._next + step) % count]
-            if index in free:
+            if fits(index):
                 self._next = (self._next + step + 1) % count
                 return index
         return None

@@ -25,6 +25,7 @@ class TaskState:
     __slots__ = (
         "id", "name", "fn_key", "fn_bytes", "parts", "target", "timeout", "generator", "window",
         "inputs", "future", "stream", "collected", "node", "attempts", "timer", "started_at", "done",
+        "prefetch",
     )
 
     def __init__(
@@ -63,6 +64,8 @@ class TaskState:
         self.timer: asyncio.TimerHandle | None = None
         self.started_at = 0.0
         self.done = False
+        #: May be sent to a node beyond its slots while the node finishes short tasks (a `map`).
+        self.prefetch = False
 
     @staticmethod
     def next_id() -> int:

@@ -229,6 +229,16 @@ nvidia-smi -L
 
 
 @attrs.frozen
+class MigWorkers:
+    """Workers per node for a spec: one per MIG instance on the node's GPUs."""
+
+    profile: str
+
+    def __call__(self, spec: Any) -> int:
+        return workers_per_node(spec.plugins, spec.accelerator)
+
+
+@attrs.frozen
 class MigSetup:
     """The mig plugin's bootstrap factory; its `profile` is how the pool recognizes a MIG plugin."""
 
@@ -320,6 +330,7 @@ def mig(profile: str) -> Plugin:
         .with_bootstrap(MigSetup(name))
         .with_around_app(device)
         .with_around_process(device)
+        .with_workers_per_node(MigWorkers(name))
     )
 
 
