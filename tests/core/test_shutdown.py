@@ -187,8 +187,6 @@ def start_a_sleeping_child() -> int:
 
 
 def test_a_subprocess_started_by_a_task_ends_with_the_pool() -> None:
-    from conftest import pid_alive, wait_until
-
     with sky.Compute(provider=sky.Local(), nodes=1, console=False) as pool:
         child = start_a_sleeping_child() >> pool
         assert pid_alive(child)
