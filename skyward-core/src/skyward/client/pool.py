@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 import structlog
 
+from skyward import registry
 from skyward.client import active
 from skyward.client.loop import LoopThread
 from skyward.client.node import NodeHandle
@@ -122,6 +123,7 @@ class Pool:
             raise PoolClosedError(f"{self.name} was already started; create a new sky.Compute(...) for a new pool")
         self._state = "starting"
         self._setup_observability()
+        registry.providers()  # entry points are discovered at pool start (cached per process)
         if loop is not None:
             self._loop_thread, self._owns_loop = loop, False
         else:
