@@ -43,8 +43,9 @@ def measure(peer_name: str, config: Config) -> list[float]:
     if peer_name == "Skyward":
         import skyward as sky
 
-        with sky.Compute(provider=sky.Local(), nodes=2, console=False, logging=False,
-                         plugins=[sky.plugins.joblib()]):
+        with sky.Compute(
+            provider=sky.Local(), nodes=2, console=False, logging=False, plugins=[sky.plugins.joblib()]
+        ):
             _run_parallel(200)
             return [_run_parallel(count) for _ in range(config.repeat)]
     from joblib import parallel_config

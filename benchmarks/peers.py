@@ -107,8 +107,9 @@ class Dask(Peer):
 
         # 100 MB arguments make dask warn about large graphs; the payload case means to send them.
         warnings.filterwarnings("ignore", module="distributed")
-        self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                    dashboard_address=None)
+        self.cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
         self.client = Client(self.cluster)
         self.call(bench_tasks.noop)
 

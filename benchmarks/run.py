@@ -45,14 +45,24 @@ def log(message: str) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer calls (a smoke run)")
-    parser.add_argument("--only", action="append", default=[], metavar="NAME",
-                        help=f"run only these cases (repeatable or comma-separated): {', '.join(ORDER)}")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"run only these cases (repeatable or comma-separated): {', '.join(ORDER)}",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the table shows the median")
     parser.add_argument("--json", type=Path, default=HERE / "latest.json", help="where to write every run")
-    parser.add_argument("--peers", default=",".join(peers.NAMES),
-                        help="frameworks to run (comma-separated); the others show 'skipped'")
+    parser.add_argument(
+        "--peers",
+        default=",".join(peers.NAMES),
+        help="frameworks to run (comma-separated); the others show 'skipped'",
+    )
     args = parser.parse_args(argv)
     only = [n.strip() for item in args.only for n in item.split(",") if n.strip()]
     unknown = sorted(set(only) - set(ORDER))
@@ -197,9 +207,13 @@ def table(rows: list[list[str]], left: int = 1) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
-        lines.append("| " + " | ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))) + " |")
+        pairs = enumerate(zip(row, widths, strict=True))
+        cells = (c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in pairs)
+        lines.append("| " + " | ".join(cells) + " |")
         if n == 0:
-            lines.append("|" + "|".join("-" * (w + 1) + ("-" if i < left else ":") for i, w in enumerate(widths)) + "|")
+            lines.append(
+                "|" + "|".join("-" * (w + 1) + ("-" if i < left else ":") for i, w in enumerate(widths)) + "|"
+            )
     return "\n".join(lines)
 
 
@@ -208,7 +222,9 @@ def frameworks_table(figures: list[Figure]) -> str:
     rows = [["figure", *peers.NAMES, "vs best peer"]]
     for figure in figures:
         ratio = figure.advantage("Skyward", others)
-        rows.append([figure.label, *(cell(figure, n) for n in peers.NAMES), "-" if ratio is None else f"{ratio:.2f}x"])
+        rows.append(
+            [figure.label, *(cell(figure, n) for n in peers.NAMES), "-" if ratio is None else f"{ratio:.2f}x"]
+        )
     return table(rows)
 
 
@@ -225,7 +241,9 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
             return None
         return figure.median("floor" if key.startswith("floor.") else peer)
 
-    def row(name: str, goal: str, value: float | None, met: bool | None, unit: str = "x") -> dict[str, object]:
+    def row(
+        name: str, goal: str, value: float | None, met: bool | None, unit: str = "x"
+    ) -> dict[str, object]:
         shown = "-" if value is None else f"{value:.2f}{unit}"
         state = "n/a" if met is None else ("met" if met else "MISSED")
         return {"target": name, "goal": goal, "measured": shown, "status": state}
@@ -239,7 +257,9 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
     rows.append(row("start: pool of 4 vs loky", "<= 2x loky", r, None if r is None else r <= 2))
     for peer in ("Ray", "Dask"):
         r = ratio(m("start.pool4", peer), sky4)
-        rows.append(row(f"start: pool of 4 vs {peer}", f">= 3x faster than {peer}", r, None if r is None else r >= 3))
+        rows.append(
+            row(f"start: pool of 4 vs {peer}", f">= 3x faster than {peer}", r, None if r is None else r >= 3)
+        )
     p50 = m("latency.p50")
     r = ratio(p50, m("floor.pingpong_p50"))
     rows.append(row("latency p50 vs pipe ping-pong", "<= 3x the floor", r, None if r is None else r <= 3))
@@ -251,7 +271,9 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
     rows.append(row("throughput vs best peer", ">= 5x", r, None if r is None else r >= 5))
     for key, way in (("payload.to_worker", "to worker"), ("payload.from_worker", "from worker")):
         r = ratio(m(key), m("floor.pipe"))
-        rows.append(row(f"payload {way} vs pipe transfer", ">= 0.70 of the floor", r, None if r is None else r >= 0.7))
+        rows.append(
+            row(f"payload {way} vs pipe transfer", ">= 0.70 of the floor", r, None if r is None else r >= 0.7)
+        )
         theirs = [v for v in (m(key, p) for p in peers.NAMES[1:]) if v is not None]
         r = ratio(m(key), max(theirs)) if theirs else None
         rows.append(row(f"payload {way} vs every peer", "above all (> 1x)", r, None if r is None else r > 1))
@@ -273,8 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = Config(quick=args.quick, repeat=args.repeat)
     about = machine()
-    log(f"cases: {', '.join(args.cases)}; repeat {config.repeat}{'; quick' if config.quick else ''}; "
-        f"{about['cpus']} cpus, load {about['load_average'][0]:.1f}")
+    log(
+        f"cases: {', '.join(args.cases)}; repeat {config.repeat}{'; quick' if config.quick else ''}; "
+        f"{about['cpus']} cpus, load {about['load_average'][0]:.1f}"
+    )
     began = time.perf_counter()
     floor: list[Figure] = []
     results: list[Figure] = []
@@ -291,8 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     goals = targets(by_key)
     elapsed = time.perf_counter() - began
 
-    print(f"\nSkyward benchmarks: medians of {config.repeat} run(s){' (--quick)' if config.quick else ''}, "
-          f"{about['cpus']} cpus, Python {about['python']}, {elapsed:.0f} s")
+    print(
+        f"\nSkyward benchmarks: medians of {config.repeat} run(s){' (--quick)' if config.quick else ''}, "
+        f"{about['cpus']} cpus, Python {about['python']}, {elapsed:.0f} s"
+    )
     if results:
         print("\n" + frameworks_table(results))
         print("\nvs best peer: how many times better Skyward is than the best peer (> 1: Skyward wins).")
@@ -300,13 +326,26 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + floor_table(floor))
     shown = [g for g in goals if g["status"] != "n/a"]
     if shown:
-        print("\n" + table([["target", "goal", "measured", "status"],
-                            *([str(g[k]) for k in ("target", "goal", "measured", "status")] for g in shown)], left=2))
+        print(
+            "\n"
+            + table(
+                [
+                    ["target", "goal", "measured", "status"],
+                    *([str(g[k]) for k in ("target", "goal", "measured", "status")] for g in shown),
+                ],
+                left=2,
+            )
+        )
 
     about["load_average_end"] = os.getloadavg()
     report = {
         "machine": about,
-        "config": {"quick": config.quick, "repeat": config.repeat, "cases": args.cases, "peers": args.peer_names},
+        "config": {
+            "quick": config.quick,
+            "repeat": config.repeat,
+            "cases": args.cases,
+            "peers": args.peer_names,
+        },
         "seconds": elapsed,
         "figures": [_as_json(f) for f in results],
         "floor": [_as_json(f) for f in floor],
@@ -326,8 +365,14 @@ def _as_json(figure: Figure) -> dict[str, object]:
         else:
             values[name] = {"median": figure.median(name), "runs": runs}
     others = [n for n in peers.NAMES if n != "Skyward"]
-    return {"key": figure.key, "label": figure.label, "unit": figure.unit, "better": figure.better,
-            "values": values, "vs_best_peer": figure.advantage("Skyward", others)}
+    return {
+        "key": figure.key,
+        "label": figure.label,
+        "unit": figure.unit,
+        "better": figure.better,
+        "values": values,
+        "vs_best_peer": figure.advantage("Skyward", others),
+    }
 
 
 if __name__ == "__main__":

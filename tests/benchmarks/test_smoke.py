@@ -31,12 +31,27 @@ def test_quick_run_writes_the_table_and_json(tmp_path: Path) -> None:
     shims.mkdir()
     for name in HIDDEN:
         (shims / f"{name}.py").write_text("raise ImportError('hidden by the benchmark smoke test')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(shims), os.environ.get("PYTHONPATH", "")) if p))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(shims), os.environ.get("PYTHONPATH", "")) if p)
+    )
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--repeat", "1",
-         "--only", ",".join(CASES), "--json", str(out)],
-        capture_output=True, text=True, timeout=240, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "run.py"),
+            "--quick",
+            "--repeat",
+            "1",
+            "--only",
+            ",".join(CASES),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     table = result.stdout

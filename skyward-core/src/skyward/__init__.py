@@ -56,7 +56,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 #: Subpackages and modules that are public attributes.
 _MODULES = ("accelerators", "plugins", "time")
 #: Other names for the same objects: the newer `Compute` and the older names kept as aliases.
-_ALIASES = {"Compute": "Pool", "ComputePool": "Pool", "PendingCompute": "PendingFunction", "Metrics": "Metric"}
+_ALIASES = {
+    "Compute": "Pool", "ComputePool": "Pool", "PendingCompute": "PendingFunction", "Metrics": "Metric",
+}
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 compute = function  # the older name of the decorator
@@ -68,15 +70,46 @@ if TYPE_CHECKING:
     from skyward.client.pool import Pool
     from skyward.client.session import MultiPool, Session, pool
     from skyward.errors import (
-        BootstrapFailed, ConfigurationError, HostKeyError, MissingPackageError, NodeLostError,
-        NoActivePoolError, PluginError, PoolClosedError, RemoteError, SerializationError, SkywardError,
+        BootstrapFailed,
+        ConfigurationError,
+        HostKeyError,
+        MissingPackageError,
+        NoActivePoolError,
+        NodeLostError,
+        PluginError,
+        PoolClosedError,
+        RemoteError,
+        SerializationError,
+        SkywardError,
     )
     from skyward.events import (
-        BootstrapCommand, BootstrapConsole, BootstrapError, BootstrapPhase, BootstrapRequested,
-        ClusterDestroyed, ClusterProvisioned, ClusterReady, ClusterRequested, Error, Event,
-        InstanceBootstrapped, InstanceDestroyed, InstanceLaunched, InstancePreempted, InstanceProvisioned,
-        InstanceReplaced, InstanceRequested, InstanceRunning, Log, Metric, NodeLost, NodeReady,
-        ShutdownRequested, TaskCompleted, TaskRetried, TaskStarted,
+        BootstrapCommand,
+        BootstrapConsole,
+        BootstrapError,
+        BootstrapPhase,
+        BootstrapRequested,
+        ClusterDestroyed,
+        ClusterProvisioned,
+        ClusterReady,
+        ClusterRequested,
+        Error,
+        Event,
+        InstanceBootstrapped,
+        InstanceDestroyed,
+        InstanceLaunched,
+        InstancePreempted,
+        InstanceProvisioned,
+        InstanceReplaced,
+        InstanceRequested,
+        InstanceRunning,
+        Log,
+        Metric,
+        NodeLost,
+        NodeReady,
+        ShutdownRequested,
+        TaskCompleted,
+        TaskRetried,
+        TaskStarted,
     )
     from skyward.image import DEFAULT_IMAGE, Image, PipIndex
     from skyward.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo

@@ -21,6 +21,9 @@ class Scheduler:
         self._queue: deque[TaskState] = deque()
         self._next = 0
         self._on_dispatch = on_dispatch
+        # Dispatched tasks that are not part of a map, until they are done: while there is one, no
+        # node takes map tasks beyond its slots, so a map never overtakes work sent before it.
+        self._exclusive: set[TaskState] = set()
 
     def submit(self, task: TaskState) -> None:
         self._queue.append(task)
@@ -49,12 +52,15 @@ class Scheduler:
         queue = self._queue
         if not queue:
             return
+        if self._exclusive:
+            self._exclusive = {t for t in self._exclusive if not t.done}
         room: dict[int, list[int]] = {}  # node index -> [free slots, free slots with prefetch]
         for index, node in self.nodes.items():
             if node.ready:
                 slots = node.free_slots
-                if slots + node.prefetch() > 0:
-                    room[index] = [slots, slots + node.prefetch()]
+                extra = 0 if self._exclusive else node.prefetch()
+                if slots + extra > 0:
+                    room[index] = [slots, slots + extra]
         order = sorted(self.nodes)
         waiting: deque[TaskState] = deque()  # pinned tasks whose node is busy, in order
         while queue:
@@ -79,6 +85,10 @@ class Scheduler:
             node = self.nodes[index]
             node.dispatch(task)
             self._on_dispatch(task, node)
+            if not task.prefetch:
+                self._exclusive.add(task)
+                # No more prefetch in this pump either.
+                room = {i: [slots, slots] for i, (slots, _) in room.items() if slots > 0}
         queue.extendleft(reversed(waiting))
 
     def _pick(self, task: TaskState, room: dict[int, list[int]], order: list[int]) -> int | None:

@@ -2,7 +2,8 @@
 
 Reads go straight into the frame decoder's memory (`os.readv`), writes are vectored (`os.writev`)
 from the encoded parts without joining them, and both pipes are enlarged so a large payload moves
-in few system calls. Frames queued during one loop iteration leave together in one write.
+in few system calls. Frames queued during one loop iteration after its first leave together in
+one write.
 """
 
 from __future__ import annotations
@@ -95,11 +96,13 @@ class PipeChannel(Channel):
             if len(part):
                 self._pending.append(memoryview(part).cast("B"))
         if not self._writing and not self._flush_scheduled:
-            # Written at the end of this loop iteration, so every frame queued meanwhile (a
-            # scheduler pump placing many tasks) leaves in one vectored write.
+            # The first frame of a loop iteration leaves at once (a lone task waits for nothing);
+            # the frames queued after it in the same iteration (a scheduler pump placing many
+            # tasks) leave together in one vectored write at its end.
             self._flush_scheduled = True
             assert self._loop is not None
             self._loop.call_soon(self._scheduled_flush)
+            self._flush()
 
     def _scheduled_flush(self) -> None:
         self._flush_scheduled = False
