@@ -5,7 +5,6 @@ Plugin factories are imported on first call, so discovering them imports no fram
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +24,6 @@ BUILTIN_PLUGINS = {
 
 
 def _lazy(module: str, attr: str) -> Callable[..., Any]:
-    @functools.wraps(lambda *a, **k: None)
     def factory(*args: Any, **kwargs: Any) -> Any:
         return getattr(importlib.import_module(module), attr)(*args, **kwargs)
 

@@ -32,9 +32,6 @@ class LoopThread:
         """Schedule a plain callback on the loop (thread-safe, returns at once)."""
         self.loop.call_soon_threadsafe(fn, *args)
 
-    def in_loop(self) -> bool:
-        return threading.current_thread() is self._thread
-
     def stop(self) -> None:
         if self.loop.is_closed():
             return

@@ -342,7 +342,7 @@ class Pool:
             if self._closing:
                 task.fail(PoolClosedError(f"{task.name}() was not run: {self.name} is shutting down"))
             else:
-                self._scheduler._queue.append(task)
+                self._scheduler.enqueue(task)
         self._scheduler.pump()
 
     def _on_dispatch(self, task: TaskState, node: NodeHandle) -> None:
@@ -439,7 +439,7 @@ class Pool:
                 if task.target == key:
                     task.fail(NodeLostError(f"Node {index} was lost and could not be replaced: {exc}"))
                 else:
-                    self._scheduler._queue.append(task)
+                    self._scheduler.enqueue(task)
         finally:
             self._replacing.discard(key)
             self._scheduler.pump()
@@ -667,7 +667,3 @@ def _describe(specs: tuple[Any, ...]) -> str:
         acc = f" {spec.accelerator}" if spec.accelerator is not None else ""
         parts.append(f"{spec.provider_config().name}{acc} x{spec.nodes.desired}")
     return " | ".join(parts)
-
-
-def _fields(obj: Any) -> dict[str, Any]:
-    return attrs.asdict(obj, recurse=False)

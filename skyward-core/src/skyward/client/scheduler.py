@@ -25,16 +25,12 @@ class Scheduler:
         # node takes map tasks beyond its slots, so a map never overtakes work sent before it.
         self._exclusive: set[TaskState] = set()
 
-    def submit(self, task: TaskState) -> None:
+    def enqueue(self, task: TaskState) -> None:
+        """Queue a task at the back; the caller pumps once after a batch."""
         self._queue.append(task)
-        self.pump()
 
     def requeue(self, task: TaskState) -> None:
         self._queue.appendleft(task)
-
-    @property
-    def queued(self) -> int:
-        return len(self._queue)
 
     def drain(self) -> list[TaskState]:
         tasks = list(self._queue)
