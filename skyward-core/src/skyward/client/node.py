@@ -65,6 +65,8 @@ class NodeHandle:
         self._ready_future: asyncio.Future[Any] | None = None
         self._partial = {"stdout": "", "stderr": ""}
         self._loop = asyncio.get_running_loop()
+        # A TaskCompleted nobody receives is not worth building for every task.
+        self._listens: Callable[[type[Any]], bool] = getattr(getattr(emit, "__self__", None), "listens", lambda _: True)
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -181,6 +183,8 @@ class NodeHandle:
         return task
 
     def _completed(self, task: TaskState, success: bool, error: str = "") -> None:
+        if not self._listens(TaskCompleted):
+            return
         self.emit(
             TaskCompleted(
                 task_id=task.id, name=task.name, node=self.index, success=success,

@@ -1,22 +1,22 @@
 """`python -m skyward.worker`: one worker process per node.
 
 Start-up order matters: the protocol stream is moved off fd 0/1 to private descriptors first, then
-fd 1/2 are pointed at capture pipes, so neither a `print` nor a C library can corrupt frames. The
-main thread reads frames; tasks run on an executor (threads, or spawned subprocesses); any thread
-may write frames through the channel's lock.
+fd 1/2 are pointed at capture pipes, so neither a `print` nor a C library can corrupt frames. Task
+threads take turns reading frames, and a task runs on the thread that read it (`threads.py`), or in
+a spawned subprocess it waits for (executor="process"); any thread may write frames through the
+channel's lock.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import ctypes
+import functools
 import os
 import signal
 import sys
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import cloudpickle
@@ -29,6 +29,7 @@ from skyward.worker.channel import WorkerChannel
 from skyward.worker.lifecycle import AppLifecycle, decorate
 from skyward.worker.processes import ProcessSlots, TaskCancelled
 from skyward.worker.streams import InputStream, OutputCredits
+from skyward.worker.threads import STOP, Job, TaskThreads
 from skyward.worker.watchdog import Watchdog
 
 FN_CACHE_SIZE = 256
@@ -60,7 +61,7 @@ class Worker:
         runtime.set_instance_info(hello.info)
         self.plugins = tuple(hello.plugins)
         self.app = AppLifecycle(self.plugins, hello.info)
-        self.threads = ThreadPoolExecutor(max_workers=hello.concurrency, thread_name_prefix="skyward-task")
+        self.threads = TaskThreads(hello.concurrency, channel.frames(), self.handle)
         self.slots: ProcessSlots | None = None
         if hello.executor == "process":
             init = cloudpickle.dumps((hello.env, hello.info, self.plugins, hello.sys_path))
@@ -74,22 +75,21 @@ class Worker:
     # -- frame dispatch ---------------------------------------------------------------------------
 
     def serve(self) -> None:
-        for frame in self.channel.frames():
-            if not self.handle(frame):
-                break
+        self.threads.start().wait()
         self.shutdown()
 
-    def handle(self, frame: Frame) -> bool:
+    def handle(self, frame: Frame) -> Any:
+        """Act on one frame, in arrival order; a task is returned for the reading thread to run."""
         kind = frame.kind
         if kind is Kind.FUNCTION:
             key, data = frame.payload
             self.fn_bytes[key] = data
         elif kind is Kind.TASK:
             state = _Running()
-            self.running[frame.id] = state
-            # Each task runs in its own copy of the context, so output routing and other context
-            # variables set by one task never leak into the next task on the same thread.
-            self.threads.submit(contextvars.copy_context().run, self.run_task, frame.id, frame.payload, state)
+            self.running[frame.id] = state  # now, so a CANCEL read next finds it
+            msg: TaskMessage = frame.payload
+            streams = msg.generator or any(isinstance(v, StreamRef) for v in (*msg.args, *msg.kwargs.values()))
+            return Job(functools.partial(self.run_task, frame.id, msg, state), inline=not streams)
         elif kind is Kind.ITEM:
             stream = self.inputs.get(frame.id)
             if stream is not None:
@@ -107,8 +107,8 @@ class Worker:
         elif kind is Kind.PING:
             self.channel.send(Kind.PONG, frame.id, frame.payload)
         elif kind is Kind.SHUTDOWN:
-            return False
-        return True
+            return STOP
+        return None
 
     def cancel(self, task_id: int) -> None:
         state = self.running.get(task_id)
@@ -129,21 +129,27 @@ class Worker:
 
     # -- task execution ---------------------------------------------------------------------------
 
-    def load_function(self, msg: TaskMessage) -> Any:
+    def load_function(self, msg: TaskMessage) -> tuple[Any, Any]:
+        """The task's function and the same function wrapped in the plugins' decorators.
+
+        Both are cached by content key: unpickling and decorating happen once per function per
+        worker, and the decorated wrapper then runs for every task.
+        """
         with self.fn_lock:
-            fn = self.fn_cache.get(msg.fn_key)
-            if fn is not None:
+            cached = self.fn_cache.get(msg.fn_key)
+            if cached is not None:
                 self.fn_cache.move_to_end(msg.fn_key)
-                return fn
+                return cached
         data = self.fn_bytes.get(msg.fn_key)
         if data is None:
             raise RuntimeError(f"function {msg.name}() was not shipped to this worker")
         fn = cloudpickle.loads(data)
+        cached = (fn, decorate(fn, self.plugins))
         with self.fn_lock:
-            self.fn_cache[msg.fn_key] = fn
+            self.fn_cache[msg.fn_key] = cached
             while len(self.fn_cache) > FN_CACHE_SIZE:
                 self.fn_cache.popitem(last=False)
-        return fn
+        return cached
 
     def resolve_streams(self, values: Any) -> Any:
         if isinstance(values, StreamRef):
@@ -176,7 +182,7 @@ class Worker:
         try:
             if state.cancelled:
                 raise TaskCancelled("cancelled before it started")
-            fn = self.load_function(msg)
+            fn, call = self.load_function(msg)
             args = tuple(self.resolve_streams(a) for a in msg.args)
             kwargs = {k: self.resolve_streams(v) for k, v in msg.kwargs.items()}
             if self.slots is not None:
@@ -189,7 +195,6 @@ class Worker:
                     self.channel.send(Kind.ERROR, task_id, value)
                 return
             self.app.ensure_entered()
-            call = decorate(fn, self.plugins)
             if msg.generator:
                 state.credits = OutputCredits(msg.window)
                 self.pump_generator(task_id, msg, call(*args, **kwargs), state.credits)
@@ -237,7 +242,7 @@ class Worker:
         """The watchdog's cleanup: stop tasks and leave around_app without touching the channel."""
         for task_id in list(self.running):
             self.cancel(task_id)
-        self.threads.shutdown(wait=False, cancel_futures=True)
+        self.threads.shutdown()
         if self.slots is not None:
             self.slots.close()
         self.app.close()
@@ -245,7 +250,7 @@ class Worker:
     def shutdown(self) -> None:
         for task_id in list(self.running):
             self.cancel(task_id)
-        self.threads.shutdown(wait=False, cancel_futures=True)
+        self.threads.shutdown()
         if self.slots is not None:
             self.slots.close()
         try:
