@@ -25,6 +25,7 @@ from skyward.client import active
 from skyward.client.loop import LoopThread
 from skyward.client.node import NodeHandle
 from skyward.client.scheduler import Scheduler
+from skyward.client.shipping import ship
 from skyward.client.tasks import RemoteGenerator, TaskState
 from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError, SerializationError
 from skyward.events import (
@@ -47,15 +48,14 @@ from skyward.events import (
 from skyward.function import (
     PendingFunction,
     PendingFunctionGroup,
-    is_generator_function,
     stream_arguments,
     unwrap_function,
 )
 from skyward.hooks import PoolHooks
 from skyward.instance import InstanceInfo, PeerInfo
+from skyward.messages import Hello, StreamRef, TaskMessage
 from skyward.plugin import LaunchCommand, LaunchContext
 from skyward.providers.base import NodeSetup
-from skyward.messages import Hello, StreamRef, TaskMessage, function_key, pickle_function
 from skyward.wire import Kind, check_picklable, encode, is_plain
 
 #: After a timed-out task is cancelled, how long its slot may stay busy before the worker is replaced.
@@ -243,14 +243,13 @@ class Pool:
         # Once per function and dispatch call (a map of 10,000 items inspects and pickles it once).
         cached = fn_cache.get(id(fn)) if fn_cache is not None else None
         if cached is None:
-            generator = is_generator_function(fn)
-            if generator and self.executor == "process":
+            shipped = ship(fn, name)
+            if shipped.generator and self.executor == "process":
                 raise ConfigurationError(
                     f"{name}() is a generator, and streaming needs the thread executor: use "
                     "sky.Worker(executor='thread') or return a list."
                 )
-            fn_bytes = pickle_function(fn, name)
-            cached = (function_key(fn_bytes), fn_bytes, generator)
+            cached = (shipped.key, shipped.data, shipped.generator)
             if fn_cache is not None:
                 fn_cache[id(fn)] = cached
         fn_key, fn_bytes, generator = cached
