@@ -21,7 +21,7 @@ from skyward.errors import ConfigurationError, NoActivePoolError
 R = TypeVar("R")
 
 
-def _check_timeout(timeout: float | None) -> float | None:
+def check_timeout(timeout: float | None) -> float | None:
     if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
         raise ConfigurationError(f"timeout={timeout!r}: a timeout is a positive number of seconds (or None)")
     return timeout
@@ -38,7 +38,7 @@ class PendingFunction(Generic[R]):
     fn: Callable[..., R]
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = attrs.field(factory=dict)
-    timeout: float | None = attrs.field(default=None, converter=_check_timeout)
+    timeout: float | None = attrs.field(default=None, converter=check_timeout)
 
     @property
     def name(self) -> str:
@@ -123,7 +123,7 @@ class RemoteFunction(Generic[R]):
 
     def __init__(self, fn: Callable[..., R], timeout: float | None = None) -> None:
         self.fn = fn
-        self.timeout = _check_timeout(timeout)
+        self.timeout = check_timeout(timeout)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> PendingFunction[R]:

@@ -26,7 +26,7 @@ from skyward.client.loop import LoopThread
 from skyward.client.node import NodeHandle
 from skyward.client.scheduler import Scheduler
 from skyward.client.shipping import ship
-from skyward.client.tasks import RemoteGenerator, TaskState
+from skyward.client.tasks import RemoteGenerator, TaskState, Waiter
 from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError, SerializationError
 from skyward.events import (
     ClusterDestroyed,
@@ -48,6 +48,7 @@ from skyward.events import (
 from skyward.function import (
     PendingFunction,
     PendingFunctionGroup,
+    check_timeout,
     stream_arguments,
     unwrap_function,
 )
@@ -164,7 +165,7 @@ class Pool:
 
         A generator function returns an iterator over its items as the worker yields them.
         """
-        task = self._prepare(pending, target)
+        task = self._prepare(pending, target, waiter=Waiter())
         stream = None
         if task.generator:
             task.collected = None  # items flow to the caller's iterator instead of a list
@@ -179,6 +180,7 @@ class Pool:
     def run_async(self, pending: PendingFunction[Any], *, target: int | str | None = None) -> concurrent.futures.Future[Any]:
         task = self._prepare(pending, target)
         self._submit([task])
+        assert task.future is not None
         return task.future
 
     def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
@@ -186,13 +188,16 @@ class Pool:
         results in global worker order, which is node order (a generator's items as a list)."""
         self._require_running()  # a closed pool has no nodes: say so rather than return []
         cache: dict[int, tuple[bytes, bytes, bool]] = {}
-        tasks = [self._prepare(pending, None, fn_cache=cache, key=key) for key in self._worker_keys()]
+        waiter = Waiter()
+        tasks = [self._prepare(pending, None, fn_cache=cache, key=key, waiter=waiter) for key in self._worker_keys()]
         self._submit(tasks)
         return [self._wait(t) for t in tasks]
 
     def run_parallel(self, group: PendingFunctionGroup) -> Any:
         cache: dict[int, tuple[bytes, bytes, bool]] = {}
-        tasks = [self._prepare(p, None, fn_cache=cache) for p in group.items]
+        # Streaming in completion order needs a Future per task (as_completed); the rest share a Waiter.
+        waiter = None if group.stream and not group.ordered else Waiter()
+        tasks = [self._prepare(p, None, fn_cache=cache, waiter=waiter) for p in group.items]
         self._submit(tasks)
         if group.stream:
             return self._stream_results(tasks, group.ordered)
@@ -202,9 +207,13 @@ class Pool:
         """One task per item (fn need not be decorated); results in input order."""
         self._require_running()
         raw = unwrap_function(fn)
-        timeout = getattr(fn, "timeout", None)
-        cache: dict[int, tuple[bytes, bytes, bool]] = {}
-        tasks = [self._prepare(PendingFunction(raw, (item,), {}, timeout), None, fn_cache=cache) for item in items]
+        name = PendingFunction(raw).name
+        timeout = check_timeout(getattr(fn, "timeout", None))
+        if timeout is None:
+            timeout = self.options.default_compute_timeout
+        shipped = self._ship(raw, name, None)
+        waiter = Waiter()
+        tasks = [self._task(raw, name, shipped, (item,), {}, None, timeout, waiter) for item in items]
         for task in tasks:
             task.prefetch = True  # a map's short tasks may queue on a busy node (see client/node.py)
         self._submit(tasks)
@@ -231,6 +240,7 @@ class Pool:
         target: int | str | None,
         fn_cache: dict[int, tuple[bytes, bytes, bool]] | None = None,
         key: int | None = None,
+        waiter: Waiter | None = None,
     ) -> TaskState:
         if not isinstance(pending, PendingFunction):
             raise TypeError(
@@ -240,7 +250,13 @@ class Pool:
         self._require_running()
         fn = unwrap_function(pending.fn)
         name = pending.name
-        # Once per function and dispatch call (a map of 10,000 items inspects and pickles it once).
+        shipped = self._ship(fn, name, fn_cache)
+        timeout = pending.timeout if pending.timeout is not None else self.options.default_compute_timeout
+        target_key = key if key is not None else self._target_index(target)
+        return self._task(fn, name, shipped, pending.args, pending.kwargs, target_key, timeout, waiter)
+
+    def _ship(self, fn: Any, name: str, fn_cache: dict[int, tuple[bytes, bytes, bool]] | None) -> tuple[bytes, bytes, bool]:
+        """The function's (key, bytes, is-generator), once per function and dispatch call."""
         cached = fn_cache.get(id(fn)) if fn_cache is not None else None
         if cached is None:
             shipped = ship(fn, name)
@@ -252,8 +268,22 @@ class Pool:
             cached = (shipped.key, shipped.data, shipped.generator)
             if fn_cache is not None:
                 fn_cache[id(fn)] = cached
-        fn_key, fn_bytes, generator = cached
-        args, kwargs, inputs = self._streams(fn, pending.args, pending.kwargs)
+        return cached
+
+    def _task(
+        self,
+        fn: Any,
+        name: str,
+        shipped: tuple[bytes, bytes, bool],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        target: int | None,
+        timeout: float | None,
+        waiter: Waiter | None,
+    ) -> TaskState:
+        """One task, its frame encoded here on the caller's thread (errors name the argument)."""
+        fn_key, fn_bytes, generator = shipped
+        args, kwargs, inputs = self._streams(fn, args, kwargs)
         task_id = TaskState.next_id()
         message = TaskMessage(fn_key, args, kwargs, name, generator, STREAM_WINDOW)
         try:
@@ -265,13 +295,10 @@ class Pool:
             for key, value in kwargs.items():
                 check_picklable(f"Argument {key}= of {name}()", value)
             raise SerializationError(f"The call {name}(...) cannot be pickled: {exc}") from exc
-        timeout = pending.timeout if pending.timeout is not None else self.options.default_compute_timeout
-        task = TaskState(
-            name=name, fn_key=fn_key, fn_bytes=fn_bytes, parts=parts, task_id=task_id,
-            target=key if key is not None else self._target_index(target), timeout=timeout, generator=generator,
-            window=STREAM_WINDOW, inputs=inputs,
+        return TaskState(
+            name=name, fn_key=fn_key, fn_bytes=fn_bytes, parts=parts, task_id=task_id, target=target,
+            timeout=timeout, generator=generator, window=STREAM_WINDOW, inputs=inputs, waiter=waiter,
         )
-        return task
 
     @staticmethod
     def _streams(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], dict[int, Iterator[Any]]]:
@@ -324,14 +351,14 @@ class Pool:
 
     @staticmethod
     def _wait(task: TaskState) -> Any:
-        return task.future.result()
+        return task.result()
 
     def _stream_results(self, tasks: list[TaskState], ordered: bool) -> Iterator[Any]:
         if ordered:
             for task in tasks:
                 yield self._wait(task)
         else:
-            for future in concurrent.futures.as_completed([t.future for t in tasks]):
+            for future in concurrent.futures.as_completed([t.future for t in tasks if t.future is not None]):
                 yield future.result()
 
     # -- the loop side -----------------------------------------------------------------------------------
@@ -557,7 +584,7 @@ class Pool:
         key = index * self.workers_per_node + worker
         node = NodeHandle(
             index, instance, info, channel, self.worker.concurrency + self.worker.buffer,
-            self.bus.emit, self._on_node_lost, self._scheduler.pump, key=key,
+            self.bus.emit, self._on_node_lost, self._scheduler.pump_soon, key=key,
         )
         hello = Hello(
             info=info, concurrency=self.worker.concurrency, executor=self.executor,

@@ -7,6 +7,7 @@ Runs on the pool's loop only.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ class Scheduler:
         # Dispatched tasks that are not part of a map, until they are done: while there is one, no
         # node takes map tasks beyond its slots, so a map never overtakes work sent before it.
         self._exclusive: set[TaskState] = set()
+        self._pump_scheduled = False
 
     def enqueue(self, task: TaskState) -> None:
         """Queue a task at the back; the caller pumps once after a batch."""
@@ -36,6 +38,20 @@ class Scheduler:
         tasks = list(self._queue)
         self._queue.clear()
         return tasks
+
+    def pump_soon(self) -> None:
+        """Pump once at the end of this loop iteration (a slot was freed).
+
+        One read from a worker can carry many results; their slots are refilled by one pump,
+        whose frames then leave together, instead of a pump and a write per result.
+        """
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            asyncio.get_running_loop().call_soon(self._scheduled_pump)
+
+    def _scheduled_pump(self) -> None:
+        self._pump_scheduled = False
+        self.pump()
 
     def pump(self) -> None:
         """Place every queued task that has a slot; keep the rest in order.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import queue
+import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +25,8 @@ class TaskState:
 
     __slots__ = (
         "id", "name", "fn_key", "fn_bytes", "parts", "target", "timeout", "generator", "window",
-        "inputs", "future", "stream", "collected", "node", "attempts", "timer", "started_at", "done",
-        "prefetch",
+        "inputs", "future", "waiter", "value", "error", "stream", "collected", "node", "attempts", "timer",
+        "started_at", "done", "prefetch",
     )
 
     def __init__(
@@ -41,6 +42,7 @@ class TaskState:
         generator: bool,
         window: int,
         inputs: dict[int, Iterator[Any]],
+        waiter: Waiter | None = None,
     ) -> None:
         self.id = task_id
         self.name = name
@@ -52,7 +54,12 @@ class TaskState:
         self.generator = generator
         self.window = window
         self.inputs = inputs
-        self.future: Future[Any] = Future()
+        #: How the caller learns the outcome: a Waiter shared by the tasks of one call (a `map` of
+        #: 10,000 items has one lock, not 10,000 futures), or else a Future (`>`, streaming gather).
+        self.waiter = waiter
+        self.future: Future[Any] | None = Future() if waiter is None else None
+        self.value: Any = None
+        self.error: BaseException | None = None
         # Only the item buffer: the RemoteGenerator handed to the caller is not referenced from here,
         # so dropping it (breaking out of a `for` loop) collects it, which cancels the remote side.
         self.stream: StreamBuffer | None = StreamBuffer() if generator else None
@@ -79,22 +86,37 @@ class TaskState:
     def resolve(self, value: Any) -> None:
         if self.done:
             return
+        self.value = value
         self.done = True
         self._cancel_timer()
         if self.stream is not None:
             self.stream.put(_END)
-        if not self.future.done():
+        if self.future is not None:
             self.future.set_result(value)
+        else:
+            self.waiter.completed(self)  # type: ignore[union-attr]
 
     def fail(self, exc: BaseException) -> None:
         if self.done:
             return
+        self.error = exc
         self.done = True
         self._cancel_timer()
         if self.stream is not None:
             self.stream.put(_Raised(exc))
-        if not self.future.done():
+        if self.future is not None:
             self.future.set_exception(exc)
+        else:
+            self.waiter.completed(self)  # type: ignore[union-attr]
+
+    def result(self) -> Any:
+        """Wait for the outcome here (the caller's thread): the value, or the task's error raised."""
+        if self.future is not None:
+            return self.future.result()
+        self.waiter.wait(self)  # type: ignore[union-attr]
+        if self.error is not None:
+            raise self.error
+        return self.value
 
     def fail_remote(self, failure: RemoteFailure, node: int | None) -> None:
         self.fail(failure.rebuild(node))
@@ -103,6 +125,36 @@ class TaskState:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+
+
+class Waiter:
+    """Lets one caller thread wait for the tasks of one call, one task at a time, in any order.
+
+    The loop wakes the caller only when the task it waits for completes, so a caller reading a
+    `map`'s results in order sleeps and wakes a few times, not once per task. The handshake needs
+    no lock on the loop's side: the loop marks the task done before it looks at `_awaited`, and
+    the caller names `_awaited` (under the condition's lock) before it looks at `done`.
+    """
+
+    __slots__ = ("_condition", "_awaited")
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._awaited: TaskState | None = None
+
+    def completed(self, task: TaskState) -> None:
+        if self._awaited is task:
+            with self._condition:
+                self._condition.notify()
+
+    def wait(self, task: TaskState) -> None:
+        if task.done:
+            return
+        with self._condition:
+            self._awaited = task
+            while not task.done:
+                self._condition.wait()
+            self._awaited = None
 
 
 class StreamBuffer:

@@ -1,0 +1,56 @@
+"""The Waiter: one caller waits for the tasks of one call while the loop completes them."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from skyward.client.tasks import TaskState, Waiter
+
+
+def _task(waiter: Waiter) -> TaskState:
+    return TaskState(
+        name="t", fn_key=b"k", fn_bytes=b"", parts=[], task_id=TaskState.next_id(), target=None,
+        timeout=None, generator=False, window=1, inputs={}, waiter=waiter,
+    )
+
+
+def test_tasks_sharing_a_waiter_have_no_future() -> None:
+    assert _task(Waiter()).future is None
+
+
+def test_result_waits_for_a_task_completed_by_another_thread() -> None:
+    waiter = Waiter()
+    first, second = _task(waiter), _task(waiter)
+    threading.Timer(0.05, second.resolve, args=("b",)).start()
+    threading.Timer(0.1, first.resolve, args=("a",)).start()
+    assert (first.result(), second.result()) == ("a", "b")
+
+
+def test_result_raises_the_task_error() -> None:
+    task = _task(Waiter())
+    threading.Timer(0.02, task.fail, args=(ValueError("boom"),)).start()
+    with pytest.raises(ValueError, match="boom"):
+        task.result()
+
+
+def test_a_completed_task_returns_without_waiting() -> None:
+    task = _task(Waiter())
+    task.resolve(7)
+    began = time.monotonic()
+    assert task.result() == 7
+    assert time.monotonic() - began < 1.0
+
+
+def test_many_completions_from_another_thread_all_arrive() -> None:
+    waiter = Waiter()
+    tasks = [_task(waiter) for _ in range(2000)]
+
+    def complete() -> None:
+        for i, task in enumerate(reversed(tasks)):
+            task.resolve(len(tasks) - 1 - i)
+
+    threading.Thread(target=complete).start()
+    assert [t.result() for t in tasks] == list(range(2000))
