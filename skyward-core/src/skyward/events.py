@@ -406,7 +406,8 @@ class EventBus:
 
     def listens(self, event_type: type[Event]) -> bool:
         """Whether an event of `event_type` would reach a handler (lets hot paths skip building it)."""
-        return any(issubclass(event_type, s.event_type) for s in self._subscriptions)
+        subscriptions = self._subscriptions
+        return bool(subscriptions) and any(issubclass(event_type, s.event_type) for s in subscriptions)
 
     def add_secret(self, value: str) -> None:
         """Mask `value` out of every event emitted from now on (credentials, tokens, keys)."""

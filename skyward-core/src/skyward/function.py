@@ -193,7 +193,7 @@ def stream_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
     for key, value in kwargs.items():
         if _is_stream_value(value):
             marked.add(key)
-    annotated = _iterator_parameters(inspect.unwrap(fn))
+    annotated = _iterator_parameters(fn)
     if annotated:
         try:
             bound = inspect.signature(inspect.unwrap(fn)).bind_partial(*args, **kwargs)
@@ -206,14 +206,19 @@ def stream_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
     return marked
 
 
+#: Types that are never iterators: most arguments are one of them, and a type lookup is much
+#: cheaper than `isinstance(value, Iterator)`, which goes through the ABC machinery.
+_NEVER_STREAMS = frozenset({type(None), bool, int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset})
+
+
 def _is_stream_value(value: Any) -> bool:
-    return isinstance(value, Iterator) and not isinstance(value, str | bytes)
+    return type(value) not in _NEVER_STREAMS and isinstance(value, Iterator) and not isinstance(value, str | bytes)
 
 
 @functools.lru_cache(maxsize=512)
 def _iterator_parameters(fn: Callable[..., Any]) -> frozenset[str]:
     try:
-        params = inspect.signature(fn).parameters.values()
+        params = inspect.signature(inspect.unwrap(fn)).parameters.values()
     except (TypeError, ValueError):
         return frozenset()
     names = set()
