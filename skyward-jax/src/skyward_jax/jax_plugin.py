@@ -9,7 +9,10 @@ Two hooks:
   ``JAX_NUM_PROCESSES``, ``JAX_PROCESS_ID`` and ``JAX_LOCAL_DEVICE_COUNT`` from the node's
   ``InstanceInfo`` (only the worker knows its own index, so these are not ``Image.env``), then calls
   ``jax.distributed.initialize(...)`` exactly once; on worker shutdown it calls
-  ``jax.distributed.shutdown()``.
+  ``jax.distributed.shutdown()``. For the CPU build (``cuda="cpu"`` or ``None``) it also sets
+  ``JAX_PLATFORMS=cpu`` unless the worker's environment already names the platforms, so a host
+  whose interpreter already has a CUDA jaxlib (``sky.Local()``, a GPU box over SSH) still runs the
+  CPU cluster that was asked for, instead of every process of the node claiming the same GPU.
 
 The coordinator is node 0 (``InstanceInfo.head_addr``) on port ``head_port + COORDINATOR_PORT_OFFSET``
 (``head_port + 1``): ``head_port`` itself is torch's ``MASTER_PORT``, so a pool that lists both the
@@ -34,6 +37,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -154,10 +158,27 @@ def _shutdown() -> None:
         jax_lib.distributed.shutdown()
 
 
+def _pin_cpu() -> None:
+    """Keep JAX on the CPU, as the CPU build would, unless ``JAX_PLATFORMS`` is already set.
+
+    JAX reads ``JAX_PLATFORMS`` when it is imported, so a JAX imported before this hook (by the
+    task's arguments, say) is told through its config as well; both act before the first backend
+    is created, which ``jax.distributed.initialize`` must precede anyway.
+    """
+    if os.environ.get("JAX_PLATFORMS"):
+        return
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    loaded = sys.modules.get("jax")
+    if loaded is not None and hasattr(loaded, "config"):
+        loaded.config.update("jax_platforms", "cpu")
+
+
 @contextmanager
 def _around_app(gpu: bool, info: Any) -> Iterator[None]:
     env = distributed_env(info, gpu=gpu)
     os.environ.update(env)
+    if not gpu:
+        _pin_cpu()
     started = _initialize(env)
     try:
         yield
