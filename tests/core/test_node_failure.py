@@ -15,10 +15,16 @@ import skyward as sky
 pytestmark = pytest.mark.timeout(60)
 
 
+def announce_pid(path: str) -> None:
+    """Write this process's pid to `path` atomically: a reader never sees a half-written file."""
+    Path(path + ".tmp").write_text(str(os.getpid()))
+    os.replace(path + ".tmp", path)
+
+
 @sky.function
 def write_pid_then_sleep(path: str, seconds: float) -> int:
     """Announce which worker runs this attempt, then stay in flight for a while."""
-    Path(path).write_text(str(os.getpid()))
+    announce_pid(path)
     time.sleep(seconds)
     return os.getpid()
 
@@ -95,7 +101,7 @@ def test_streaming_task_on_a_killed_worker_is_not_replayed(fresh_pool, tmp_path:
     @sky.function
     def announce_then_stream(path: str):
         yield 0
-        Path(path).write_text(str(os.getpid()))
+        announce_pid(path)
         time.sleep(30)
         yield 1
 

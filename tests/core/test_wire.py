@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import pickle
 import random
 import struct
@@ -10,8 +12,11 @@ import numpy as np
 import pytest
 
 from skyward.errors import SerializationError
+from skyward.transport import shm
 from skyward.wire import (
     BUFFER_ENTRY,
+    FLAG_LZ4,
+    FLAG_SHM,
     HEADER,
     OUT_OF_BAND_MIN,
     Frame,
@@ -20,6 +25,7 @@ from skyward.wire import (
     check_picklable,
     encode,
     encode_bytes,
+    offload,
 )
 
 
@@ -187,3 +193,108 @@ def test_header_layout_is_stable() -> None:
     kind, flags, nbuffers, fid, body_len = struct.unpack_from("<BBHQQ", data)
     assert (kind, flags, nbuffers, fid) == (Kind.CANCEL, 0, 0, 123456789)
     assert pickle.loads(data[HEADER.size : HEADER.size + body_len]) is None
+
+
+# -- shared memory (same-host channels) ---------------------------------------------------------------
+
+
+@pytest.fixture
+def segments():
+    """A channel folder in /dev/shm and the client's writer into it; removed after the test."""
+    folder = shm.create_folder()
+    if folder is None:
+        pytest.skip("no usable /dev/shm on this host")
+    yield shm.SegmentWriter(folder, "c")
+    shm.remove_folder(folder)
+
+
+def decode_shared(parts: list) -> list[Frame]:
+    frames: list[Frame] = []
+    decoder = FrameDecoder(frames.append, shm=shm.open_segment)
+    for part in parts:
+        decoder.feed(part)
+    return frames
+
+
+def test_offload_puts_a_large_buffer_in_shared_memory(segments) -> None:
+    array = np.random.default_rng(0).random(1_000_000)
+    parts = offload(encode(Kind.RESULT, 3, array), segments.put, shm.MIN_SIZE)
+    length, bflags = BUFFER_ENTRY.unpack_from(bytes(parts[0]), HEADER.size)
+    assert bflags & FLAG_SHM and length < 200  # a descriptor, not 8 MB
+    assert sum(len(p) for p in parts) < 1000
+
+
+def test_offloaded_array_decodes_equal_and_writable(segments) -> None:
+    array = np.random.default_rng(0).random(1_000_000)
+    (frame,) = decode_shared(offload(encode(Kind.RESULT, 3, array), segments.put, shm.MIN_SIZE))
+    assert (frame.kind, frame.id) == (Kind.RESULT, 3)
+    assert np.array_equal(frame.payload, array)
+    frame.payload[0] = -1.0  # writable, like the pipe path's bytearray-backed arrays
+
+
+def test_offloaded_large_body_decodes_equal(segments) -> None:
+    data = random.randbytes(2 << 20)  # bytes pickle in-band: the body itself is large
+    parts = offload(encode(Kind.RESULT, 1, data), segments.put, shm.MIN_SIZE)
+    assert header(parts)[1] & FLAG_SHM
+    (frame,) = decode_shared(parts)
+    assert frame.payload == data
+
+
+def test_compressed_buffer_in_shared_memory_decodes_equal(segments) -> None:
+    array = np.zeros(2_000_000)
+    parts = offload(encode(Kind.RESULT, 1, array), segments.put, 1024)
+    _, bflags = BUFFER_ENTRY.unpack_from(bytes(parts[0]), HEADER.size)
+    assert bflags == FLAG_LZ4 | FLAG_SHM
+    (frame,) = decode_shared(parts)
+    assert np.array_equal(frame.payload, array)
+
+
+def test_offload_leaves_small_frames_as_they_are(segments) -> None:
+    parts = encode(Kind.RESULT, 1, np.arange(100_000.0))  # out of band, but under the threshold
+    assert offload(parts, segments.put, shm.MIN_SIZE) is parts
+
+
+def test_offload_does_not_change_the_parts_it_was_given(segments) -> None:
+    parts = encode(Kind.TASK, 1, np.random.default_rng(0).random(1_000_000))
+    before = [bytes(p) for p in parts]
+    offload(parts, segments.put, shm.MIN_SIZE)
+    assert [bytes(p) for p in parts] == before  # a retried task is offloaded afresh
+
+
+def test_offload_handles_several_frames_back_to_back(segments) -> None:
+    arrays = [np.random.default_rng(i).random(500_000) for i in range(3)]
+    parts = [p for i, a in enumerate(arrays) for p in encode(Kind.RESULT, i, {"x": a, "i": i})]
+    frames = decode_shared(offload(parts + encode(Kind.PONG, 9), segments.put, shm.MIN_SIZE))
+    expected = [(Kind.RESULT, 0), (Kind.RESULT, 1), (Kind.RESULT, 2), (Kind.PONG, 9)]
+    assert [(f.kind, f.id) for f in frames] == expected
+    for frame, array in zip(frames, arrays, strict=False):
+        assert np.array_equal(frame.payload["x"], array)
+
+
+def test_offload_leaves_parts_that_are_not_encoded_frames_alone(segments) -> None:
+    joined = [encode_bytes(Kind.RESULT, 1, np.random.default_rng(0).random(1_000_000))]
+    assert offload(joined, segments.put, shm.MIN_SIZE) is joined
+
+
+def test_segment_is_unlinked_or_freed_once_the_array_is_collected(segments) -> None:
+    array = np.random.default_rng(0).random(1_000_000)
+    (frame,) = decode_shared(offload(encode(Kind.RESULT, 1, array), segments.put, shm.MIN_SIZE))
+    assert os.listdir(segments.folder) == ["c1"]
+    del frame
+    gc.collect()
+    assert os.listdir(segments.folder) == ["c1" + shm.FREE]
+
+
+def test_decoder_without_shared_memory_rejects_a_shared_memory_frame(segments) -> None:
+    array = np.random.default_rng(0).random(1_000_000)
+    parts = offload(encode(Kind.RESULT, 1, array), segments.put, shm.MIN_SIZE)
+    decoder = FrameDecoder(lambda frame: None)  # as over SSH
+    with pytest.raises(ValueError, match="shared-memory"):
+        for part in parts:
+            decoder.feed(part)
+
+
+def test_descriptor_outside_skyward_folders_is_refused() -> None:
+    descriptor = shm.DESCRIPTOR.pack(10, 0) + b"/etc/passwd"
+    with pytest.raises(ValueError):
+        shm.open_segment(descriptor)

@@ -184,15 +184,21 @@ def resolve_pool(target: Any) -> Any:
     )
 
 
-def stream_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> set[str | int]:
-    """Which arguments travel as lazy streams: iterator values and `Iterator[...]`-annotated parameters."""
+def stream_arguments(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, values: bool = True
+) -> set[str | int]:
+    """Which arguments travel as lazy streams: iterator values and `Iterator[...]`-annotated parameters.
+
+    `values=False`: the caller knows no value is an iterator (plain data); only annotations count.
+    """
     marked: set[str | int] = set()
-    for i, value in enumerate(args):
-        if _is_stream_value(value):
-            marked.add(i)
-    for key, value in kwargs.items():
-        if _is_stream_value(value):
-            marked.add(key)
+    if values:
+        for i, value in enumerate(args):
+            if _is_stream_value(value):
+                marked.add(i)
+        for key, value in kwargs.items():
+            if _is_stream_value(value):
+                marked.add(key)
     annotated = _iterator_parameters(fn)
     if annotated:
         try:

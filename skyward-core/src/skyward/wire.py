@@ -10,6 +10,11 @@ A frame is a fixed header, a table of buffer lengths, a pickle payload and zero 
 Out-of-band buffers let a 100 MB array cross the channel without being copied into the pickle
 stream; lz4 runs at well under a GB/s and gains nothing on random floats, so large buffers are
 compressed only when a sample of them compresses well.
+
+On a channel whose peer shares this host (Local's pipes), `offload` moves a large body or buffer
+into shared memory and the frame carries only a descriptor in its place (`FLAG_SHM`, see
+`skyward.transport.shm`); a decoder maps such parts only when given `shm=`. `encode` itself never
+does, so frames for SSH are unchanged.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ PROBE_SIZE = 64 * 1024
 COMPRESS_RATIO = 0.8
 
 FLAG_LZ4 = 1
+#: The body (header flags) or buffer (table flags) is a shared-memory descriptor, not the bytes.
+FLAG_SHM = 2
 
 
 class Kind(enum.IntEnum):
@@ -178,6 +185,64 @@ def encode_bytes(kind: Kind, id: int, payload: Any = None) -> bytes:
     return b"".join(bytes(p) for p in encode(kind, id, payload))
 
 
+def offload(parts: list[Any], put: Callable[[Any], bytes | None], min_size: int) -> list[Any]:
+    """`parts` (one or more frames from `encode`, back to back) with every body or buffer of
+    `min_size` bytes or more replaced by the descriptor `put` returns for it: a shared-memory
+    segment that holds its bytes (`FLAG_SHM`).
+
+    `put` answering None keeps that part in the frame as it is. `parts` itself is not changed: the
+    client may send the same encoded task again to another node. Parts that are not frames as
+    `encode` cuts them (a header part, a body part, a part per buffer) are sent as they are.
+    """
+    if all(len(part) < min_size for part in parts):
+        return parts  # the common case: small frames only
+    out: list[Any] = []
+    i = 0
+    while i < len(parts):
+        frame = _offload_frame(parts, i, put, min_size)
+        if frame is None:
+            return parts
+        out.extend(frame)
+        i += len(frame)
+    return out
+
+
+def _offload_frame(
+    parts: list[Any], i: int, put: Callable[[Any], bytes | None], min_size: int
+) -> list[Any] | None:
+    """The frame whose header is `parts[i]`, its large parts offloaded; None if it is not one."""
+    head = parts[i]
+    if len(head) < HEADER.size:
+        return None
+    kind, flags, nbuf, fid, body_len = HEADER.unpack_from(head)
+    if (
+        kind not in _KINDS
+        or len(head) != HEADER.size + nbuf * BUFFER_ENTRY.size
+        or len(parts) < i + 2 + nbuf
+        or len(parts[i + 1]) != body_len
+    ):
+        return None
+    entries = [BUFFER_ENTRY.unpack_from(head, HEADER.size + k * BUFFER_ENTRY.size) for k in range(nbuf)]
+    if any(len(parts[i + 2 + k]) != length for k, (length, _) in enumerate(entries)):
+        return None
+    body = parts[i + 1]
+    if body_len >= min_size and not flags & FLAG_SHM:
+        descriptor = put(body)
+        if descriptor is not None:
+            body, body_len, flags = descriptor, len(descriptor), flags | FLAG_SHM
+    table = bytearray()
+    buffers: list[Any] = []
+    for k, (length, bflags) in enumerate(entries):
+        part = parts[i + 2 + k]
+        if length >= min_size and not bflags & FLAG_SHM:
+            descriptor = put(part)
+            if descriptor is not None:
+                part, length, bflags = descriptor, len(descriptor), bflags | FLAG_SHM
+        table += BUFFER_ENTRY.pack(length, bflags)
+        buffers.append(part)
+    return [HEADER.pack(kind, flags, nbuf, fid, body_len) + bytes(table), body, *buffers]
+
+
 def decode_body(flags: int, body: bytes | bytearray | memoryview, buffers: list[Any]) -> Any:
     if flags & FLAG_LZ4:
         body = lz4.block.decompress(body)
@@ -222,8 +287,16 @@ class FrameDecoder:
 
     BIG = 256 * 1024
 
-    def __init__(self, on_frame: Callable[[Frame], None], stage_size: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        on_frame: Callable[[Frame], None],
+        stage_size: int = 1 << 20,
+        *,
+        shm: Callable[[bytes | bytearray], Any] | None = None,
+    ) -> None:
         self._on_frame = on_frame
+        #: Maps a shared-memory descriptor to the part's memory; None: the channel has no such parts.
+        self._shm = shm
         self._stage = bytearray(stage_size)
         self._start = 0
         self._end = 0
@@ -322,8 +395,32 @@ class FrameDecoder:
     def _emit(self) -> None:
         assert self._head is not None and self._entries is not None and self._body is not None
         kind, flags, _, fid, _ = self._head
-        buffers = [unpack_buffer(bflags, buf) for (_, bflags), buf in zip(self._entries, self._buffers)]
-        body = self._body
+        entries, raw, body = self._entries, self._buffers, self._body
         self._head = self._entries = self._body = None
         self._buffers = []
-        self._on_frame(Frame(_KINDS.get(kind) or Kind(kind), fid, decode_body(flags, body, buffers)))
+        if flags & FLAG_SHM or any(bflags & FLAG_SHM for _, bflags in entries):
+            payload = self._decode_shared(flags, body, entries, raw)
+        else:
+            buffers = [unpack_buffer(bflags, buf) for (_, bflags), buf in zip(entries, raw, strict=True)]
+            payload = decode_body(flags, body, buffers)
+        self._on_frame(Frame(_KINDS.get(kind) or Kind(kind), fid, payload))
+
+    def _decode_shared(
+        self, flags: int, body: bytes, entries: list[tuple[int, int]], raw: list[bytearray]
+    ) -> Any:
+        """Decode a frame some of whose parts are shared-memory segments: buffers become the
+        mappings themselves (the unpickled array lives in it); a body is mapped for the load only."""
+        if self._shm is None:
+            raise ValueError("a shared-memory frame on a channel that has no shared memory")
+        buffers: list[Any] = []
+        for (_, bflags), buf in zip(entries, raw, strict=True):
+            if bflags & FLAG_SHM:
+                mapping = self._shm(buf)
+                buffers.append(bytearray(lz4.block.decompress(mapping)) if bflags & FLAG_LZ4 else mapping)
+            else:
+                buffers.append(unpack_buffer(bflags, buf))
+        if not flags & FLAG_SHM:
+            return decode_body(flags, body, buffers)
+        mapping = self._shm(body)
+        with memoryview(mapping) as view:
+            return decode_body(flags, view, buffers)

@@ -216,7 +216,9 @@ class Pool:
         tasks = [self._task(raw, name, shipped, (item,), {}, None, timeout, waiter) for item in items]
         for task in tasks:
             task.prefetch = True  # a map's short tasks may queue on a busy node (see client/node.py)
+        waiter.expect(len(tasks))
         self._submit(tasks)
+        waiter.wait_all()
         return [self._wait(t) for t in tasks]
 
     def current_nodes(self) -> int:
@@ -283,12 +285,13 @@ class Pool:
     ) -> TaskState:
         """One task, its frame encoded here on the caller's thread (errors name the argument)."""
         fn_key, fn_bytes, generator = shipped
-        args, kwargs, inputs = self._streams(fn, args, kwargs)
+        plain = is_plain((args, kwargs))  # plain data holds no iterator to stream
+        args, kwargs, inputs = self._streams(fn, args, kwargs, plain)
         task_id = TaskState.next_id()
         message = TaskMessage(fn_key, args, kwargs, name, generator, STREAM_WINDOW)
         try:
             # TaskMessage is importable everywhere: with plain arguments the standard pickler will do.
-            parts = encode(Kind.TASK, task_id, message, plain=is_plain((args, kwargs)))
+            parts = encode(Kind.TASK, task_id, message, plain=plain)
         except Exception as exc:  # noqa: BLE001 - name the culprit
             for i, arg in enumerate(args):
                 check_picklable(f"Argument {i} of {name}()", arg)
@@ -301,8 +304,10 @@ class Pool:
         )
 
     @staticmethod
-    def _streams(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], dict[int, Iterator[Any]]]:
-        marked = stream_arguments(fn, args, kwargs)
+    def _streams(
+        fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], plain: bool = False
+    ) -> tuple[tuple[Any, ...], dict[str, Any], dict[int, Iterator[Any]]]:
+        marked = stream_arguments(fn, args, kwargs, values=not plain)
         if not marked:
             return args, kwargs, {}
         inputs: dict[int, Iterator[Any]] = {}

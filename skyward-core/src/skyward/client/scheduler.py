@@ -62,10 +62,10 @@ class Scheduler:
         (`task.prefetch`) the extra tasks it may hold while it finishes short tasks quickly.
         """
         queue = self._queue
+        if self._exclusive:  # also with nothing queued: a finished task must not be kept alive here
+            self._exclusive = {t for t in self._exclusive if not t.done}
         if not queue:
             return
-        if self._exclusive:
-            self._exclusive = {t for t in self._exclusive if not t.done}
         room: dict[int, list[int]] = {}  # node index -> [free slots, free slots with prefetch]
         for index, node in self.nodes.items():
             if node.ready:

@@ -136,16 +136,34 @@ class Waiter:
     the caller names `_awaited` (under the condition's lock) before it looks at `done`.
     """
 
-    __slots__ = ("_condition", "_awaited")
+    __slots__ = ("_condition", "_awaited", "_pending", "_failed")
 
     def __init__(self) -> None:
         self._condition = threading.Condition(threading.Lock())
-        self._awaited: TaskState | None = None
+        self._awaited: TaskState | Waiter | None = None
+        self._pending = 0  # tasks not done yet, counted by `expect` and `completed`
+        self._failed = False
+
+    def expect(self, count: int) -> None:
+        """Count `count` more tasks (before they are submitted) for `wait_all`."""
+        self._pending += count
 
     def completed(self, task: TaskState) -> None:
-        if self._awaited is task:
+        self._pending -= 1  # only the loop thread completes tasks
+        if task.error is not None:
+            self._failed = True
+        if self._awaited is task or (self._awaited is self and (self._pending <= 0 or self._failed)):
             with self._condition:
                 self._condition.notify()
+
+    def wait_all(self) -> None:
+        """Sleep until every expected task is done, or one failed: one wake-up for a whole `map`,
+        where waiting for each task in turn could wake this thread once per task."""
+        with self._condition:
+            self._awaited = self
+            while self._pending > 0 and not self._failed:
+                self._condition.wait()
+            self._awaited = None
 
     def wait(self, task: TaskState) -> None:
         if task.done:

@@ -4,6 +4,10 @@ Reads go straight into the frame decoder's memory (`os.readv`), writes are vecto
 from the encoded parts without joining them, and both pipes are enlarged so a large payload moves
 in few system calls. Frames queued during one loop iteration after its first leave together in
 one write.
+
+The worker shares this host, so bodies and buffers of `shm.MIN_SIZE` bytes or more travel through
+shared memory instead (`skyward.transport.shm`): the channel makes a folder for its segments, tells
+the worker through the environment, and removes the folder once the worker is gone.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from typing import Any
 
 import structlog
 
+from skyward.transport import shm
 from skyward.transport.base import Channel
-from skyward.wire import FrameDecoder, Kind
+from skyward.wire import FrameDecoder, Kind, offload
 
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
@@ -32,8 +37,19 @@ def _enlarge(fd: int) -> None:
 
 
 class PipeChannel(Channel):
-    def __init__(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+    """`shared_memory`: whether large parts may travel through shared memory (the worker is on this
+    host, so they may unless a caller wants the pipe alone; unavailable tmpfs falls back to it)."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        shared_memory: bool = True,
+    ) -> None:
         super().__init__()
+        self._shared_memory = shared_memory
         self._argv = argv
         self._env = env
         self._cwd = cwd
@@ -43,18 +59,31 @@ class PipeChannel(Channel):
         self._writing = False
         self._flush_scheduled = False
         self._closed = False
-        self._decoder = FrameDecoder(lambda frame: self.on_frame(frame))
+        self._decoder = FrameDecoder(lambda frame: self.on_frame(frame), shm=shm.open_segment)
+        #: Where this channel's shared-memory segments live, and the writer of the client's.
+        self._shm_folder: str | None = None
+        self._shm: shm.SegmentWriter | None = None
 
     def spawn(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._proc = subprocess.Popen(
-            self._argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=self._env,
-            cwd=self._cwd,
-            start_new_session=True,  # Ctrl-C in the client's terminal must not kill workers mid-teardown
-        )
+        env = self._env
+        self._shm_folder = shm.create_folder() if self._shared_memory else None
+        if self._shm_folder is not None:
+            env = dict(os.environ if env is None else env)
+            env[shm.ENV] = self._shm_folder
+            self._shm = shm.SegmentWriter(self._shm_folder, "c")
+        try:
+            self._proc = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                cwd=self._cwd,
+                start_new_session=True,  # Ctrl-C in the client's terminal must not kill workers mid-teardown
+            )
+        except BaseException:
+            self._remove_shm()
+            raise
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._wfd = self._proc.stdin.fileno()
         self._rfd = self._proc.stdout.fileno()
@@ -92,6 +121,8 @@ class PipeChannel(Channel):
     def send_parts(self, parts: list[Any]) -> None:
         if self._closed:
             return
+        if self._shm is not None:
+            parts = offload(parts, self._shm.put, shm.MIN_SIZE)
         for part in parts:
             if len(part):
                 self._pending.append(memoryview(part).cast("B"))
@@ -144,6 +175,7 @@ class PipeChannel(Channel):
             return
         self._closed = True
         self._detach()
+        self._remove_shm()  # nothing more is read: segments in flight either way are garbage
         self.on_closed(exc)
 
     def _detach(self) -> None:
@@ -175,6 +207,7 @@ class PipeChannel(Channel):
         except (asyncio.TimeoutError, Exception):
             self.kill()
             await loop.run_in_executor(None, proc.wait)
+        self._remove_shm()
         with contextlib.suppress(Exception):
             proc.stdout.close()  # type: ignore[union-attr]
 
@@ -193,6 +226,14 @@ class PipeChannel(Channel):
                 self._proc.wait(timeout=5)
                 self._proc.stdin.close()  # type: ignore[union-attr]
                 self._proc.stdout.close()  # type: ignore[union-attr]
+        self._remove_shm()
+
+    def _remove_shm(self) -> None:
+        """Remove every segment of this channel: those the worker never mapped (killed, or closed
+        mid-frame) included. Mappings already made stay valid. Late senders fall back to the pipe."""
+        self._shm = None
+        if self._shm_folder is not None:
+            shm.remove_folder(self._shm_folder)
 
 
 def _take(pending: collections.deque[memoryview], n: int):

@@ -61,7 +61,12 @@ class Worker:
         runtime.set_instance_info(hello.info)
         self.plugins = tuple(hello.plugins)
         self.app = AppLifecycle(self.plugins, hello.info)
-        self.threads = TaskThreads(hello.concurrency, channel.frames(), self.handle)
+        self.threads = TaskThreads(hello.concurrency, channel.frames(), self.handle, on_pause=self.flush_held)
+        # Outcomes of tasks the reader ran back to back, sent together when it has nothing left to
+        # read (or when a task runs long): one write and one client wake-up for a burst of tasks.
+        self.held: list[Any] = []
+        self.held_lock = threading.Lock()
+        channel.on_idle = self.flush_held
         self.slots: ProcessSlots | None = None
         if hello.executor == "process":
             init = cloudpickle.dumps((hello.env, hello.info, self.plugins, hello.sys_path))
@@ -188,11 +193,10 @@ class Worker:
             if self.slots is not None:
                 self.app.ensure_entered()
                 ok, value = self.slots.run(task_id, cloudpickle.dumps((fn, args, kwargs), protocol=5))
-                self.pump.drain()
                 if ok:
                     self.reply(task_id, msg, value)
                 else:
-                    self.channel.send(Kind.ERROR, task_id, value)
+                    self.deliver(Kind.ERROR, task_id, value)
                 return
             self.app.ensure_entered()
             if msg.generator:
@@ -200,24 +204,45 @@ class Worker:
                 self.pump_generator(task_id, msg, call(*args, **kwargs), state.credits)
             else:
                 result = self.call_user(state, call, args, kwargs)
-                self.pump.drain()
                 self.reply(task_id, msg, result)
         except BaseException as exc:  # noqa: BLE001 - every failure is reported, never dropped
-            self.pump.drain()
-            self.channel.send(Kind.ERROR, task_id, RemoteFailure.capture(exc))
+            self.deliver(Kind.ERROR, task_id, RemoteFailure.capture(exc))
         finally:
             state.thread_id = None
             self.running.pop(task_id, None)
 
     def reply(self, task_id: int, msg: TaskMessage, result: Any) -> None:
         try:
-            self.channel.send(Kind.RESULT, task_id, result)
+            self.deliver(Kind.RESULT, task_id, result)
         except Exception as exc:  # noqa: BLE001 - the result could not be pickled
             error = SerializationError(
                 f"The return value of {msg.name}() ({type(result).__name__}) cannot be pickled: {exc}. "
                 "Return plain data (numbers, arrays, dicts) instead."
             )
-            self.channel.send(Kind.ERROR, task_id, RemoteFailure.capture(error))
+            self.deliver(Kind.ERROR, task_id, RemoteFailure.capture(error))
+
+    def deliver(self, kind: Kind, task_id: int, payload: Any) -> None:
+        """Send a task's outcome after what it printed; the reader's outcomes may be held a little.
+
+        Encoding happens here, on the task's thread, so a result that cannot be pickled fails
+        here. A held outcome leaves with the next flush: when the reader is about to wait for the
+        client, or once it runs a task longer than a tick.
+        """
+        parts = self.channel.encode(kind, task_id, payload)
+        if self.threads.on_reader():
+            with self.held_lock:
+                self.held.extend(parts)
+            return
+        self.flush_held()
+        self.pump.drain()
+        self.channel.send_parts(parts)
+
+    def flush_held(self) -> None:
+        with self.held_lock:
+            held, self.held = self.held, []
+        if held:
+            self.pump.drain()
+            self.channel.send_parts(held)
 
     def pump_generator(self, task_id: int, msg: TaskMessage, gen: Any, credits: OutputCredits) -> None:
         try:
@@ -248,6 +273,7 @@ class Worker:
         self.app.close()
 
     def shutdown(self) -> None:
+        self.flush_held()
         for task_id in list(self.running):
             self.cancel(task_id)
         self.threads.shutdown()

@@ -54,8 +54,17 @@ Handler = Callable[[Frame], Any]
 
 
 class TaskThreads:
-    def __init__(self, count: int, frames: Iterator[Frame], handle: Handler, name: str = "skyward-task") -> None:
+    def __init__(
+        self,
+        count: int,
+        frames: Iterator[Frame],
+        handle: Handler,
+        on_pause: Callable[[], None] = lambda: None,
+        name: str = "skyward-task",
+    ) -> None:
         self._count = count
+        self._on_pause = on_pause  # the reader stopped reading to run a long task, or stopped being the reader
+        self._inline_reader: int | None = None  # the thread id of the reader while it runs a task
         self._frames = frames
         self._handle = handle
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -78,6 +87,11 @@ class TaskThreads:
 
     def wait(self) -> None:
         self.finished.wait()
+
+    def on_reader(self) -> bool:
+        """Whether this thread is the reader running a task: it reads again as soon as the task
+        ends, so what the task sends may wait until the reader has nothing left to read."""
+        return self._inline_reader == threading.get_ident()
 
     def shutdown(self) -> None:
         """Drop tasks not started yet (the client is gone or going); idle threads end."""
@@ -119,13 +133,19 @@ class TaskThreads:
             job = self._next_job()
             if job is None:
                 return
-            _run(job)
+            self._inline_reader = threading.get_ident()
+            try:
+                _run(job)
+            finally:
+                self._inline_reader = None
+            del job  # the task's arguments and result must not live on while this thread reads
             with self._lock:
                 promoted = self._paused_since is None  # another thread reads now
                 self._paused_since = None
                 if not promoted:
                     self._running -= 1
             if promoted:
+                self._on_pause()
                 self._work(self._next_from_backlog())
                 return
 
@@ -168,6 +188,7 @@ class TaskThreads:
                     continue
                 self._paused_since = None
             self._jobs.put(_READ)
+            self._on_pause()
 
 
 def _run(job: Job) -> None:
