@@ -355,6 +355,8 @@ class FrameDecoder:
 
     def _parse(self) -> None:
         while True:
+            if self._head is None and not self._parse_small():
+                return
             if self._head is None:
                 raw = self._take(HEADER.size)
                 if raw is None:
@@ -388,6 +390,31 @@ class FrameDecoder:
                 self._big, self._big_got = big, staged
                 return
             self._emit()
+
+    def _parse_small(self) -> bool:
+        """Decode the whole small frames at the front of the stage straight from it.
+
+        Most frames are a header and a small pickle (a task, a result, a credit); decoding them in
+        place skips the copies and bookkeeping of the general path, which is most of a frame's
+        cost. Returns whether staged bytes remain for the general path (a frame with buffers or in
+        shared memory, or one not fully arrived).
+        """
+        stage = self._stage
+        size = HEADER.size
+        while True:
+            start = self._start
+            staged = self._end - start
+            if staged < size:
+                if staged == 0:
+                    self._start = self._end = 0
+                return False
+            kind, flags, nbuf, fid, body_len = HEADER.unpack_from(stage, start)
+            if nbuf or flags & FLAG_SHM or staged - size < body_len:
+                return True
+            self._start = start + size + body_len
+            with memoryview(stage) as view:
+                payload = decode_body(flags, view[start + size : self._start], [])
+            self._on_frame(Frame(_KINDS.get(kind) or Kind(kind), fid, payload))
 
     def _add_buffer(self, data: bytearray) -> None:
         self._buffers.append(data)
