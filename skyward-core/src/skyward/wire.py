@@ -194,8 +194,10 @@ def offload(parts: list[Any], put: Callable[[Any], bytes | None], min_size: int)
     client may send the same encoded task again to another node. Parts that are not frames as
     `encode` cuts them (a header part, a body part, a part per buffer) are sent as they are.
     """
+    if len(parts) == 2 and len(parts[1]) < min_size:
+        return parts  # the common case: one small frame
     if all(len(part) < min_size for part in parts):
-        return parts  # the common case: small frames only
+        return parts  # small frames only
     out: list[Any] = []
     i = 0
     while i < len(parts):

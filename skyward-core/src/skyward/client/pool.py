@@ -59,6 +59,12 @@ from skyward.plugin import LaunchCommand, LaunchContext
 from skyward.providers.base import NodeSetup
 from skyward.wire import Kind, check_picklable, encode, is_plain
 
+#: Task timeouts at least this long (the default is 300 s) are enforced by one sweep a second
+#: over the tasks in flight, not by a timer per task: a second late on a limit of minutes does not
+#: matter, while arming and cancelling a timer for each task of a `map` costs it about a tenth of
+#: its throughput. Shorter limits get their own timer and fire on time.
+COARSE_TIMEOUT = 60.0
+SWEEP_INTERVAL = 1.0
 #: After a timed-out task is cancelled, how long its slot may stay busy before the worker is replaced.
 STUCK_GRACE = 2.0
 #: Items a generator task may run ahead of its consumer.
@@ -83,6 +89,7 @@ class Pool:
         self._loop_thread: LoopThread | None = None
         self._owns_loop = True
         self._scheduler = Scheduler(self._on_dispatch)
+        self._sweeper: asyncio.TimerHandle | None = None
         self._state = "new"
         self._closing = False
         self._token: Any = None
@@ -381,7 +388,26 @@ class Pool:
             self.bus.emit(TaskStarted(task_id=task.id, name=task.name, node=node.index, pool=self.name))
         if task.timeout is not None and task.timer is None:
             loop = asyncio.get_running_loop()
-            task.timer = loop.call_later(task.timeout, self._timed_out, task)
+            if task.timeout < COARSE_TIMEOUT:
+                task.timer = loop.call_later(task.timeout, self._timed_out, task)
+            elif self._sweeper is None:
+                self._sweeper = loop.call_later(SWEEP_INTERVAL, self._sweep)
+
+    def _sweep(self) -> None:
+        """Time out the in-flight tasks with a long limit that have run past it (see COARSE_TIMEOUT)."""
+        self._sweeper = None
+        now = asyncio.get_running_loop().time()
+        waiting = False
+        for node in list(self._scheduler.nodes.values()):
+            for task in list(node.inflight.values()):
+                if task.timeout is None or task.timeout < COARSE_TIMEOUT:
+                    continue
+                if now - task.started_at >= task.timeout:
+                    self._timed_out(task)
+                else:
+                    waiting = True
+        if waiting and not self._closing:
+            self._sweeper = asyncio.get_running_loop().call_later(SWEEP_INTERVAL, self._sweep)
 
     def _grant(self, task: TaskState, count: int) -> None:
         if task.node is not None and not task.done:
@@ -636,6 +662,9 @@ class Pool:
 
     async def _stop(self, reason: str) -> None:
         self._closing = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for task in self._scheduler.drain():
             task.fail(PoolClosedError(f"{task.name}() was not run: {self.name} shut down ({reason or 'exit'})"))
         nodes = list(self._scheduler.nodes.values())
