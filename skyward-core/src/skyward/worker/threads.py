@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
-import structlog
 
 from skyward.wire import Frame
 
@@ -159,7 +158,7 @@ class TaskThreads:
                 try:
                     job = self._handle(frame)
                 except Exception as exc:  # noqa: BLE001 - a frame we cannot handle ends the worker
-                    structlog.get_logger().error("skyward.frame_failed", frame=repr(frame), error=repr(exc))
+                    _log().error("skyward.frame_failed", frame=repr(frame), error=repr(exc))
                     job = STOP
             if job is STOP:
                 self.shutdown()
@@ -197,4 +196,12 @@ def _run(job: Job) -> None:
     try:
         contextvars.copy_context().run(job.run)
     except BaseException as exc:  # noqa: BLE001 - tasks report their own failures
-        structlog.get_logger().warning("skyward.task_thread_error", error=repr(exc))
+        _log().warning("skyward.task_thread_error", error=repr(exc))
+
+
+def _log() -> Any:
+    # Imported on first use: structlog (with rich) takes a tenth of a second to import, which a
+    # worker would otherwise pay at every start for a log line it almost never writes.
+    import structlog
+
+    return structlog.get_logger()
