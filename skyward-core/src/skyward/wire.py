@@ -28,6 +28,7 @@ from typing import Any
 import cloudpickle
 import lz4.block
 
+from skyward import pickling
 from skyward.errors import SerializationError
 
 HEADER = struct.Struct("<BBHQQ")
@@ -141,7 +142,8 @@ def dumps(obj: Any, *, plain: bool = False) -> tuple[bytes, list[pickle.PickleBu
 
     `plain=True` (the caller knows every class in `obj` is importable by name on the other side,
     and its data `is_plain`), or plain data itself, uses the standard pickler; anything else
-    goes through cloudpickle, which ships functions and classes of `__main__` by value.
+    goes through cloudpickle, which ships functions and classes of `__main__` by value (and
+    torch tensors as their raw memory, out of band: see `skyward.pickling`).
     """
     buffers: list[pickle.PickleBuffer] = []
 
@@ -155,7 +157,7 @@ def dumps(obj: Any, *, plain: bool = False) -> tuple[bytes, list[pickle.PickleBu
     if plain or is_plain(obj):
         data = pickle.dumps(obj, protocol=5, buffer_callback=keep_large)
     else:
-        data = cloudpickle.dumps(obj, protocol=5, buffer_callback=keep_large)
+        data = pickling.dumps(obj, buffer_callback=keep_large)
     return data, buffers
 
 
@@ -165,7 +167,7 @@ def encode(kind: Kind, id: int, payload: Any = None, *, plain: bool = False) -> 
     `plain`: see `dumps`.
     """
     data, buffers = dumps(payload, plain=plain)
-    body, flags = _maybe_compress(data, probe=False)
+    body, flags = _maybe_compress(data, probe=True)  # a large random body is not worth a full lz4 pass
     parts: list[bytes | memoryview] = []
     table = bytearray()
     raw_parts: list[bytes | memoryview] = []
