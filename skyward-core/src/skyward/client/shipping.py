@@ -10,6 +10,7 @@ and reused: a sequential loop of `>>` on an imported function pays nothing for i
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 from typing import Any
@@ -42,10 +43,8 @@ def ship(fn: Any, name: str) -> ShippedFunction:
     data = pickle_function(fn, name)
     shipped = ShippedFunction(function_key(data), data, is_generator_function(fn))
     if pickled_by_reference(fn):
-        try:
+        with contextlib.suppress(TypeError):  # not weak-referenceable: pickled again next time
             _by_reference[fn] = shipped
-        except TypeError:
-            pass
     return shipped
 
 

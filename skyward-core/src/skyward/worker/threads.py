@@ -62,7 +62,8 @@ class TaskThreads:
         name: str = "skyward-task",
     ) -> None:
         self._count = count
-        self._on_pause = on_pause  # the reader stopped reading to run a long task, or stopped being the reader
+        # Called when the reader stops reading to run a long task, or stops being the reader.
+        self._on_pause = on_pause
         self._inline_reader: int | None = None  # the thread id of the reader while it runs a task
         self._frames = frames
         self._handle = handle
@@ -73,8 +74,12 @@ class TaskThreads:
         self._paused_since: float | None = None  # the reader runs a task itself since then
         self._closed = False
         self.finished = threading.Event()  # set once the client closed the channel or said SHUTDOWN
-        self._threads = [threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True) for i in range(count + 1)]
-        self._watcher = threading.Thread(target=self._watch, name=f"{name}-watcher", daemon=True) if count == 1 else None
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True) for i in range(count + 1)
+        ]
+        self._watcher = (
+            threading.Thread(target=self._watch, name=f"{name}-watcher", daemon=True) if count == 1 else None
+        )
 
     def start(self) -> TaskThreads:
         for thread in self._threads:
