@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--repeat N] [--json PATH] [--peers A,B]
 
-Cases: start, latency, throughput, payload, joblib, floor (see the case_*.py modules). Every
+Cases: start, latency, throughput, payload, joblib, ssh, floor (see the case_*.py modules). Every
 figure is measured `--repeat` times per framework and the table shows the medians; the JSON file
 keeps every run. Peers (Ray, Dask, loky, ProcessPoolExecutor) are optional: one that is not
 installed shows "missing" (`pip install -r benchmarks/requirements.txt`), one left out with
@@ -29,6 +29,7 @@ import case_floor  # noqa: E402
 import case_joblib  # noqa: E402
 import case_latency  # noqa: E402
 import case_payload  # noqa: E402
+import case_ssh  # noqa: E402
 import case_start  # noqa: E402
 import case_throughput  # noqa: E402
 import peers  # noqa: E402
@@ -36,8 +37,8 @@ from common import FAILED, MISSING, NOT_APPLICABLE, SKIPPED, Config, Figure  # n
 
 #: Cases that share one warm pool of 2 per framework.
 WARM_CASES = (case_latency, case_throughput, case_payload)
-CASES = {c.NAME: c for c in (case_start, *WARM_CASES, case_joblib, case_floor)}
-ORDER = ("start", "latency", "throughput", "payload", "joblib", "floor")
+CASES = {c.NAME: c for c in (case_start, *WARM_CASES, case_joblib, case_ssh, case_floor)}
+ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "floor")
 
 
 def log(message: str) -> None:
@@ -171,6 +172,28 @@ def run_joblib(config: Config, selected: list[str]) -> list[Figure]:
     return figures
 
 
+def run_ssh(config: Config, selected: list[str]) -> list[Figure]:
+    figures = case_ssh.figures()
+    for peer_class in peers.ALL:
+        if peer_class.name not in case_ssh.PEERS:
+            mark(figures, peer_class.name, NOT_APPLICABLE)
+    status = peer_status(peers.by_name("Skyward"), selected)
+    if status is None and not case_ssh.available():
+        status = MISSING
+    if status is not None:
+        mark(figures, "Skyward", status)
+        return figures
+    log("ssh: Skyward over OpenSSH on loopback")
+    try:
+        for key, values in case_ssh.measure(config).items():
+            for value in values:
+                _figure(figures, key).add("Skyward", value)
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        mark(figures, "Skyward", FAILED)
+    return figures
+
+
 def run_floor(config: Config) -> list[Figure]:
     figures = case_floor.figures()
     log("floor")
@@ -279,6 +302,8 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
         rows.append(row(f"payload {way} vs every peer", "above all (> 1x)", r, None if r is None else r > 1))
     r = ratio(m("joblib.wall"), m("joblib.wall", "loky"))
     rows.append(row("joblib vs loky backend", "<= 1.2x loky's time", r, None if r is None else r <= 1.2))
+    p50 = m("ssh.p50")
+    rows.append(row("ssh loopback: no-op p50", "under 1 ms", p50, None if p50 is None else p50 < 1000, " us"))
     return rows
 
 
@@ -311,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         results += run_warm(warm, config, args.peer_names)
     if "joblib" in args.cases:
         results += run_joblib(config, args.peer_names)
+    if "ssh" in args.cases:
+        results += run_ssh(config, args.peer_names)
     by_key = {f.key: f for f in (*results, *floor)}
     goals = targets(by_key)
     elapsed = time.perf_counter() - began

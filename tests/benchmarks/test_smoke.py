@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ["floor", "start", "latency", "throughput", "payload", "joblib"]
+CASES = ["floor", "start", "latency", "throughput", "payload", "joblib", "ssh"]
 ROWS = {
     "start": ["start.pool2", "start.shutdown2", "start.pool4", "start.shutdown4"],
     "latency": ["latency.p50", "latency.p99"],
     "throughput": ["throughput.tasks_per_s"],
     "payload": ["payload.to_worker", "payload.from_worker"],
     "joblib": ["joblib.wall"],
+    "ssh": ["ssh.p50", "ssh.tasks_per_s"],
 }
 FLOOR = ["floor.pingpong_p50", "floor.pipe", "floor.memcpy", "floor.lz4_random", "floor.lz4_zeros"]
 HIDDEN = ("ray", "distributed")

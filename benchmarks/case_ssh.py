@@ -1,0 +1,72 @@
+"""Case 7, SSH: Skyward's round trip and throughput over real OpenSSH on loopback.
+
+Two OpenSSH servers on 127.0.0.2 and 127.0.0.3 (the test suite's fixture, `tests/ssh/ssh_hosts.py`)
+stand in for two hosts; `sky.SSH(python=sys.executable)` bootstraps each in seconds. The figures
+are the sequential no-op round trip p50 and `pool.map` of no-ops, as in the latency and throughput
+cases, but through asyncssh and sshd instead of pipes. Only Skyward runs it: the peers have no
+SSH transport. Needs `sshd` (Debian's openssh-server); without it the case reports "missing".
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import Config, Figure
+
+NAME = "ssh"
+PEERS = ("Skyward",)
+SSH_TESTS = Path(__file__).resolve().parents[1] / "tests" / "ssh"
+
+
+def figures() -> list[Figure]:
+    return [
+        Figure("ssh.p50", "ssh loopback: no-op round trip p50 (us)", "us", "lower"),
+        Figure("ssh.tasks_per_s", "ssh loopback: no-op tasks/s", "tasks/s", "higher"),
+    ]
+
+
+def available() -> bool:
+    sys.path.insert(0, str(SSH_TESTS))
+    try:
+        from ssh_hosts import find_sshd
+    except ImportError:
+        return False
+    return find_sshd() is not None
+
+
+def measure(config: Config) -> dict[str, list[float]]:
+    import cloudpickle
+
+    import bench_tasks
+    import skyward as sky
+    from ssh_hosts import ssh_pool, start_hosts
+
+    # The hosts' workers do not see this folder: ship the benchmark's tasks by value.
+    cloudpickle.register_pickle_by_value(bench_tasks)
+    hosts = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2)
+    try:
+        with ssh_pool(hosts) as pool:
+            noop = sky.function(bench_tasks.noop)
+            for _ in range(config.pick(200, 50)):
+                noop() >> pool
+            runs: dict[str, list[float]] = {"ssh.p50": [], "ssh.tasks_per_s": []}
+            count = config.pick(5_000, 500)
+            for _ in range(config.repeat):
+                samples = []
+                for _ in range(config.pick(1_000, 200)):
+                    began = time.perf_counter()
+                    noop() >> pool
+                    samples.append(time.perf_counter() - began)
+                runs["ssh.p50"].append(statistics.median(samples) * 1e6)
+                began = time.perf_counter()
+                results = pool.map(bench_tasks.noop, range(count))
+                runs["ssh.tasks_per_s"].append(count / (time.perf_counter() - began))
+                assert results == list(range(count)), "map returned the wrong results"
+            return runs
+    finally:
+        hosts.stop()
+        cloudpickle.unregister_pickle_by_value(bench_tasks)
