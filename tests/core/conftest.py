@@ -6,19 +6,14 @@ only), so every test module is shipped by value, the way a `__main__` script is.
 
 from __future__ import annotations
 
-import os
-import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import cloudpickle
 import pytest
+from core_support import local_pool
 
 import skyward as sky
-
-# The helpers below run on workers too.
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -27,13 +22,6 @@ def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]
     cloudpickle.register_pickle_by_value(module)
     yield
     cloudpickle.unregister_pickle_by_value(module)
-
-
-def local_pool(nodes: int = 2, **kwargs: Any) -> sky.Pool:
-    """A Local pool that is not entered with `with`, so `>> sky` stays unbound in the tests using it."""
-    kwargs.setdefault("console", False)
-    kwargs.setdefault("logging", False)
-    return sky.Compute(provider=sky.Local(), nodes=nodes, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -63,41 +51,3 @@ def fresh_pool() -> Iterator[Callable[..., sky.Pool]]:
         compute.stop()
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie, dead but not reaped yet, counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except FileNotFoundError:
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
-
-
-def parent_pid(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
-
-
-@sky.function
-def worker_pid() -> int:
-    return os.getpid()
-
-
-@sky.function
-def node_index() -> int:
-    return sky.instance_info().node
-
-
-def assert_pool_works(compute: sky.Pool) -> None:
-    """Every node of `compute` still takes and finishes a task."""
-    assert node_index() @ compute == list(range(compute.current_nodes()))

@@ -7,6 +7,7 @@ import pickle
 
 import attrs
 import pytest
+
 import skyward.accelerators as acc
 from skyward.accelerators import Accelerator
 from skyward.accelerators._stub import STUB_PATH, render_stub

@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from skyward.config import find_config, load_config, load_pool
 from skyward.errors import ConfigurationError
 from skyward.image import Image, PipIndex

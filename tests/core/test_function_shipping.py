@@ -7,7 +7,7 @@ import textwrap
 import types
 
 import cloudpickle
-from conftest import local_pool
+from core_support import local_pool
 
 import skyward as sky
 from skyward.client.shipping import pickled_by_reference, ship

@@ -25,7 +25,7 @@ from typing import Any
 import cloudpickle
 import pytest
 import structlog
-from conftest import local_pool
+from core_support import local_pool
 
 import skyward as sky
 from skyward.bootstrap import Op

@@ -7,6 +7,7 @@ import sys
 
 import cloudpickle
 import pytest
+
 from skyward.errors import ConfigurationError
 from skyward.image import DEFAULT_IMAGE, Image, PipIndex
 

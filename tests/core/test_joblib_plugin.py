@@ -8,7 +8,7 @@ import sys
 
 import joblib
 import pytest
-from conftest import local_pool, parent_pid, worker_pid
+from core_support import local_pool, parent_pid, worker_pid
 from joblib import Parallel, delayed
 from joblib.parallel import BACKENDS, get_active_backend
 

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import local_pool
+from core_support import local_pool
 
 import skyward as sky
 from skyward.errors import ConfigurationError

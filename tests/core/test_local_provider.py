@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import local_pool, wait_until
+from core_support import local_pool, wait_until
 
 import skyward as sky
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_pool_works, node_index, pid_alive, wait_until, worker_pid
+from core_support import assert_pool_works, node_index, pid_alive, wait_until, worker_pid
 
 import skyward as sky
 

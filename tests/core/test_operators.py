@@ -9,7 +9,7 @@ import time
 import types
 
 import pytest
-from conftest import assert_pool_works, local_pool, node_index, pid_alive, worker_pid
+from core_support import assert_pool_works, local_pool, node_index, pid_alive, worker_pid
 
 import skyward as sky
 

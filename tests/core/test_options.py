@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+
 from skyward.errors import ConfigurationError
 from skyward.options import LogConfig, Options, Worker
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from conftest import local_pool, parent_pid, pid_alive
+from core_support import local_pool, parent_pid, pid_alive
 
 import skyward as sky
 

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import assert_pool_works, local_pool
+from core_support import assert_pool_works, local_pool
 
 import skyward as sky
 

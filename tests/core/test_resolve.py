@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from skyward.errors import ConfigurationError
 from skyward.image import Image
 from skyward.options import Options, Worker

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import local_pool, wait_until, worker_pid
+from core_support import local_pool, wait_until, worker_pid
 
 import skyward as sky
 from skyward.transport import shm

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import local_pool, pid_alive, wait_until, worker_pid
+from core_support import local_pool, pid_alive, wait_until, worker_pid
 
 import skyward as sky
 

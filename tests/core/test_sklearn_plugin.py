@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import local_pool
+from core_support import local_pool
 from sklearn.datasets import load_iris
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.svm import SVC

@@ -6,6 +6,7 @@ import pickle
 
 import cloudpickle
 import pytest
+
 from skyward import time
 from skyward.errors import ConfigurationError
 from skyward.image import Image

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import assert_pool_works, wait_until
+from core_support import assert_pool_works, wait_until
 
 import skyward as sky
 

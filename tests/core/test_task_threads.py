@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import local_pool
+from core_support import local_pool
 
 import skyward as sky
 from skyward.wire import Frame, Kind

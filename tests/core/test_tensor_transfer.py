@@ -6,7 +6,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from conftest import local_pool
+from core_support import local_pool
 
 import skyward as sky
 from skyward import pickling

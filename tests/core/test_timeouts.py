@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from conftest import assert_pool_works, pid_alive, wait_until, worker_pid
+from core_support import assert_pool_works, pid_alive, wait_until, worker_pid
 
 import skyward as sky
 
@@ -131,7 +131,9 @@ def test_timeout_with_process_executor_kills_the_task_subprocess(fresh_pool) -> 
     assert same_worker == worker  # only the subprocess went, not the node's worker
 
 
-def test_a_long_limit_is_enforced_by_the_once_a_second_sweep(fresh_pool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_limit_is_enforced_by_the_once_a_second_sweep(
+    fresh_pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from skyward.client import pool as pool_module
 
     # Limits from 1 s up are "long" here, so no per-task timer exists: only the sweep can fire.

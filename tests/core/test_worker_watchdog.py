@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import local_pool
+from core_support import local_pool
 
 import skyward as sky
 from skyward.instance import InstanceInfo

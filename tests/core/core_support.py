@@ -1,0 +1,67 @@
+"""Helpers for the pipeline tests: real pools of real worker processes on this machine (`sky.Local()`).
+
+A module of its own, not the conftest: `from core_support import ...` finds whichever `conftest` was
+imported last, which is another folder's when several test folders are collected together.
+The helpers run on workers too, so this module is shipped by value.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+import skyward as sky
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def local_pool(nodes: int = 2, **kwargs: Any) -> sky.Pool:
+    """A Local pool that is not entered with `with`, so `>> sky` stays unbound in the tests using it."""
+    kwargs.setdefault("console", False)
+    kwargs.setdefault("logging", False)
+    return sky.Compute(provider=sky.Local(), nodes=nodes, **kwargs)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie, dead but not reaped yet, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def parent_pid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+@sky.function
+def worker_pid() -> int:
+    return os.getpid()
+
+
+@sky.function
+def node_index() -> int:
+    return sky.instance_info().node
+
+
+def assert_pool_works(compute: sky.Pool) -> None:
+    """Every node of `compute` still takes and finishes a task."""
+    assert node_index() @ compute == list(range(compute.current_nodes()))
