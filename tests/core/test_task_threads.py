@@ -138,3 +138,53 @@ def test_a_short_result_is_not_held_behind_a_long_task_on_the_same_worker() -> N
         slow = sleep_then(2, 20.0) > pool  # queued on the worker behind `quick`
         assert quick.result(timeout=10) == 1
         assert not slow.done()
+
+
+@sky.function
+def double(value: int) -> int:
+    return 2 * value
+
+
+def test_lone_calls_and_maps_from_two_threads_all_get_their_answers() -> None:
+    """Lone `>>` calls are written from the caller's thread while the loop places a map's tasks:
+    both paths share the nodes' slots and pipes, and every answer reaches its caller."""
+    errors: list[BaseException] = []
+    with local_pool(nodes=2) as pool:
+
+        def lone_calls() -> None:
+            try:
+                for i in range(300):
+                    assert (double(i) >> pool) == 2 * i
+                    assert (double(i) > pool).result(timeout=30) == 2 * i
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        thread = threading.Thread(target=lone_calls)
+        thread.start()
+        for _ in range(5):
+            assert pool.map(double.fn, range(200)) == [2 * i for i in range(200)]
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+    assert errors == []
+
+
+def test_every_lone_call_reports_started_before_completed() -> None:
+    events: list[tuple[str, int]] = []
+    lock = threading.Lock()
+
+    def record(kind: str):
+        def handler(event) -> None:
+            with lock:
+                events.append((kind, event.task_id))
+
+        return handler
+
+    with local_pool(nodes=2) as pool:
+        pool.on(sky.TaskStarted, record("started"))
+        pool.on(sky.TaskCompleted, record("completed"))
+        for i in range(200):
+            assert (double(i) >> pool) == 2 * i
+    ids = {task_id for _, task_id in events}
+    assert len(ids) == 200
+    for task_id in ids:
+        assert [kind for kind, i in events if i == task_id] == ["started", "completed"]

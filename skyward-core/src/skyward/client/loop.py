@@ -28,6 +28,10 @@ class LoopThread:
         """Run a coroutine on the loop and wait for it here."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
 
+    def is_current(self) -> bool:
+        """Whether the calling thread is this loop's thread."""
+        return threading.current_thread() is self._thread
+
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """Schedule a plain callback on the loop (thread-safe, returns at once)."""
         self.loop.call_soon_threadsafe(fn, *args)

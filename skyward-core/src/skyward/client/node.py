@@ -10,7 +10,7 @@ import structlog
 
 from skyward.events import Log, TaskCompleted
 from skyward.messages import RemoteFailure
-from skyward.wire import Frame, Kind
+from skyward.wire import Frame, Kind, encode
 
 if TYPE_CHECKING:
     from skyward.instance import InstanceInfo
@@ -55,6 +55,8 @@ class NodeHandle:
         self._on_lost = on_lost
         self._on_free = on_free
         self.inflight: dict[int, TaskState] = {}
+        #: Tasks written from a caller's thread that the loop has not registered yet.
+        self.sent_now: dict[int, TaskState] = {}
         self.stuck: set[int] = set()
         # Seconds between completions while busy (moving average), and the last completion.
         self._pace: float | None = None
@@ -97,7 +99,7 @@ class NodeHandle:
 
     @property
     def free_slots(self) -> int:
-        return self.capacity - len(self.inflight) - len(self.stuck)
+        return self.capacity - len(self.inflight) - len(self.stuck) - len(self.sent_now)
 
     def prefetch(self) -> int:
         """Tasks of a `map` this node may hold beyond its slots (see `PREFETCH_HORIZON`).
@@ -120,10 +122,41 @@ class NodeHandle:
         if task.fn_key not in self.sent_functions:
             self.channel.send(Kind.FUNCTION, 0, (task.fn_key, task.fn_bytes))
             self.sent_functions.add(task.fn_key)
+        self._register(task)
+        self.channel.send_parts(task.parts)
+
+    def _register(self, task: TaskState) -> None:
         task.node = self
         task.started_at = self._loop.time()
         self.inflight[task.id] = task
-        self.channel.send_parts(task.parts)
+
+    def send_now(self, task: TaskState) -> bool:
+        """Write `task` from the caller's thread (Pool._dispatch_now); the loop registers it later.
+
+        Until then it waits in `sent_now`, where an answer that beats the registration finds it.
+        The function's key is recorded only once its frame is written, so a task the loop sends
+        meanwhile ships the function too rather than arriving before it.
+        """
+        task.node = self
+        task.started_at = self._loop.time()  # the loop's clock is monotonic: readable from any thread
+        self.sent_now[task.id] = task
+        if task.fn_key in self.sent_functions:
+            written = self.channel.send_now(task.parts)
+        else:
+            function = encode(Kind.FUNCTION, 0, (task.fn_key, task.fn_bytes))
+            written = self.channel.send_now([*function, *task.parts])
+            if written:
+                self.sent_functions.add(task.fn_key)
+        if not written:
+            self.sent_now.pop(task.id, None)
+        return written
+
+    def register_sent(self, task: TaskState) -> bool:
+        """Count a task written by `send_now` as in flight (loop thread); False if it already ended."""
+        if self.sent_now.pop(task.id, None) is None:
+            return False
+        self.inflight[task.id] = task
+        return True
 
     def cancel(self, task_id: int) -> None:
         self.channel.send(Kind.CANCEL, task_id)
@@ -173,7 +206,7 @@ class NodeHandle:
             self.stuck.discard(task_id)
             self._on_free()
             return None
-        task = self.inflight.pop(task_id, None)
+        task = self.inflight.pop(task_id, None) or self.sent_now.pop(task_id, None)
         if task is not None:
             now = self._loop.time()
             interval = now - max(self._last_done, task.started_at)

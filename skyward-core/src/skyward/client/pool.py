@@ -355,7 +355,48 @@ class Pool:
             )
 
     def _submit(self, tasks: list[TaskState]) -> None:
+        if len(tasks) == 1 and self._dispatch_now(tasks[0]):
+            return
         self._call(self._submit_on_loop, tasks)
+
+    def _dispatch_now(self, task: TaskState) -> bool:
+        """Write a lone task from the caller's thread straight to an idle node's pipe.
+
+        The hop to the loop thread (a wake-up and a GIL hand-off, before anything is sent) was the
+        largest share of a short task's round trip on the client. The frame leaves first; the loop
+        is told afterwards, and registers the task while the worker runs it. An answer that comes
+        before that finds the task in the node's `sent_now`. If the node was lost meanwhile, the
+        loop queues the task again, like any task of a lost node. Streaming tasks, busy pools and
+        transports that belong to their loop (SSH) go through the loop as before.
+        """
+        loop_thread = self._loop_thread
+        if task.generator or task.inputs or loop_thread is None or loop_thread.is_current():
+            return False
+        node = self._scheduler.idle_node(task)
+        if node is None:
+            return False
+        # Before the write, so TaskStarted always precedes the TaskCompleted the loop emits for the
+        # answer (events reach handlers on the thread that emits them).
+        self._announce(task, node)
+        if not node.send_now(task):
+            return False  # the node is closing: the loop places the task elsewhere
+        loop_thread.call(self._sent_now, task, node)
+        return True
+
+    def _sent_now(self, task: TaskState, node: NodeHandle) -> None:
+        """The loop's half of `_dispatch_now`: count the task in flight, or queue it again."""
+        if not node.register_sent(task):
+            return  # already answered, or taken back by the node's loss
+        if self._closing:
+            task.fail(PoolClosedError(f"{task.name}() was interrupted: {self.name} is shutting down"))
+            return
+        if node.lost or self._scheduler.nodes.get(node.key) is not node:
+            node.inflight.pop(task.id, None)
+            self._scheduler.requeue(task)
+            self._scheduler.pump()
+            return
+        self._scheduler.placed(task)
+        self._arm_timeout(task)
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> None:
         if self._loop_thread is not None and not self._loop_thread.loop.is_closed():
@@ -384,8 +425,15 @@ class Pool:
         self._scheduler.pump()
 
     def _on_dispatch(self, task: TaskState, node: NodeHandle) -> None:
+        self._announce(task, node)
+        self._arm_timeout(task)
+
+    def _announce(self, task: TaskState, node: NodeHandle) -> None:
         if self.bus.listens(TaskStarted):  # once per task: build the event only for a listener
             self.bus.emit(TaskStarted(task_id=task.id, name=task.name, node=node.index, pool=self.name))
+
+    def _arm_timeout(self, task: TaskState) -> None:
+        """The task's time limit, counted from its dispatch (loop thread)."""
         if task.timeout is not None and task.timer is None:
             loop = asyncio.get_running_loop()
             if task.timeout < COARSE_TIMEOUT:

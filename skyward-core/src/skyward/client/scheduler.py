@@ -39,6 +39,34 @@ class Scheduler:
         self._queue.clear()
         return tasks
 
+    def idle_node(self, task: TaskState) -> NodeHandle | None:
+        """A ready node with a free slot for `task`, whose channel can be written from any thread,
+        when nothing waits ahead of it; else None (and the round-robin turn is not used up).
+
+        Called from a caller's thread without a lock (Pool._dispatch_now): it reads snapshots and
+        single values only. A stale answer costs at most one task beyond a node's slots, which
+        the worker queues; the loop confirms the placement when it registers the task.
+        """
+        if self._queue or self._pump_scheduled or any(not t.done for t in list(self._exclusive)):
+            return None
+        nodes = dict(self.nodes)  # the loop may add or drop nodes meanwhile
+        if task.target is not None:
+            node = nodes.get(task.target)
+            return node if node is not None and _has_room(node) else None
+        order = sorted(nodes)
+        start = self._next
+        for step in range(len(order)):
+            index = order[(start + step) % len(order)]
+            if _has_room(nodes[index]):
+                self._next = (start + step + 1) % len(order)
+                return nodes[index]
+        return None
+
+    def placed(self, task: TaskState) -> None:
+        """Count a task placed outside `pump` (Pool._dispatch_now) like one `pump` placed."""
+        if not task.prefetch:
+            self._exclusive.add(task)
+
     def pump_soon(self) -> None:
         """Pump once at the end of this loop iteration (a slot was freed).
 
@@ -120,3 +148,7 @@ class Scheduler:
                 self._next = (self._next + step + 1) % count
                 return index
         return None
+
+
+def _has_room(node: NodeHandle) -> bool:
+    return node.ready and not node.lost and node.channel.can_send_now and node.free_slots > 0

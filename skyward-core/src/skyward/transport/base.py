@@ -29,6 +29,14 @@ class Channel(abc.ABC):
     def send(self, kind: Kind, id: int = 0, payload: Any = None) -> None:
         self.send_parts(encode(kind, id, payload))
 
+    #: Whether `send_now` may be called from any thread.
+    can_send_now = False
+
+    def send_now(self, parts: list[Any]) -> bool:
+        """Write frames at once from any thread; False if nothing was written. Only transports
+        whose writes need no loop (pipes) implement it; an SSH channel belongs to its loop."""
+        return False
+
     @abc.abstractmethod
     async def close(self, timeout: float = 5.0) -> None:
         """Stop the peer (gracefully, then by force after `timeout`) and release resources."""

@@ -19,6 +19,7 @@ import fcntl
 import os
 import signal
 import subprocess
+import threading
 from typing import Any
 
 import structlog
@@ -56,6 +57,8 @@ class PipeChannel(Channel):
         self._proc: subprocess.Popen[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: collections.deque[memoryview] = collections.deque()
+        #: Serialises writes: the loop's, and a caller thread's `send_now`.
+        self._write_lock = threading.Lock()
         self._writing = False
         self._flush_scheduled = False
         self._closed = False
@@ -123,10 +126,10 @@ class PipeChannel(Channel):
             return
         if self._shm is not None:
             parts = offload(parts, self._shm.put, shm.MIN_SIZE)
-        for part in parts:
-            if len(part):
-                self._pending.append(memoryview(part).cast("B"))
-        if not self._writing and not self._flush_scheduled:
+        with self._write_lock:
+            self._queue(parts)
+            if self._writing or self._flush_scheduled:
+                return
             # The first frame of a loop iteration leaves at once (a lone task waits for nothing);
             # the frames queued after it in the same iteration (a scheduler pump placing many
             # tasks) leave together in one vectored write at its end.
@@ -135,12 +138,55 @@ class PipeChannel(Channel):
             self._loop.call_soon(self._scheduled_flush)
             self._flush()
 
+    can_send_now = True
+
+    def send_now(self, parts: list[Any]) -> bool:
+        """Write frames from any thread, at once (a caller's lone task; see Pool._dispatch_now).
+
+        Frames already waiting for the loop's writer go first: these join their queue. What the
+        pipe does not take now is left to the loop's writer.
+        """
+        if self._closed or self._loop is None:
+            return False
+        if self._shm is not None:
+            parts = offload(parts, self._shm.put, shm.MIN_SIZE)
+        with self._write_lock:
+            if self._closed:
+                return False
+            waiting = bool(self._pending)
+            self._queue(parts)
+            if not waiting and not self._write_pending():
+                return False
+            if self._pending and not self._flush_scheduled:
+                self._flush_scheduled = True
+                self._loop.call_soon_threadsafe(self._scheduled_flush)
+        return True
+
+    def _queue(self, parts: list[Any]) -> None:
+        for part in parts:
+            if len(part):
+                self._pending.append(memoryview(part).cast("B"))
+
     def _scheduled_flush(self) -> None:
-        self._flush_scheduled = False
-        if not self._closed and not self._writing:
-            self._flush()
+        with self._write_lock:
+            self._flush_scheduled = False
+            if not self._closed and not self._writing:
+                self._flush()
 
     def _flush(self) -> None:
+        """Write what the pipe takes, and wait for it to drain for the rest (loop thread, lock held)."""
+        if not self._write_pending():
+            return
+        assert self._loop is not None
+        if self._pending and not self._writing:
+            self._writing = True
+            self._loop.add_writer(self._wfd, self._on_writable)
+        elif not self._pending and self._writing:
+            self._writing = False
+            self._loop.remove_writer(self._wfd)
+
+    def _write_pending(self) -> bool:
+        """Write queued parts until the pipe is full; False once the pipe broke (lock held)."""
         pending = self._pending
         try:
             while pending:
@@ -157,18 +203,14 @@ class PipeChannel(Channel):
             pass
         except (BrokenPipeError, OSError) as exc:
             pending.clear()
-            self._lost(exc)
-            return
-        assert self._loop is not None
-        if pending and not self._writing:
-            self._writing = True
-            self._loop.add_writer(self._wfd, self._on_writable)
-        elif not pending and self._writing:
-            self._writing = False
-            self._loop.remove_writer(self._wfd)
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._lost, exc)  # the loop's to handle, whoever wrote
+            return False
+        return True
 
     def _on_writable(self) -> None:
-        self._flush()
+        with self._write_lock:
+            self._flush()
 
     def _lost(self, exc: BaseException | None) -> None:
         if self._closed:
@@ -195,8 +237,9 @@ class PipeChannel(Channel):
         if not self._closed:
             with contextlib.suppress(Exception):
                 self.send(Kind.SHUTDOWN)
-                if not self._writing:
-                    self._flush()  # now: the descriptor is closed below
+                with self._write_lock:
+                    if not self._writing:
+                        self._flush()  # now: the descriptor is closed below
         self._closed = True
         self._detach()
         with contextlib.suppress(Exception):
