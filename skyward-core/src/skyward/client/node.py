@@ -43,6 +43,7 @@ class NodeHandle:
         on_lost: Callable[[NodeHandle, BaseException | None], None],
         on_free: Callable[[], None],
         key: int | None = None,
+        listens: Callable[[type[Any]], bool] = lambda _: True,
     ) -> None:
         self.index = index
         #: The scheduler's key: the global worker index (the node index with one worker per node).
@@ -68,7 +69,7 @@ class NodeHandle:
         self._partial = {"stdout": "", "stderr": ""}
         self._loop = asyncio.get_running_loop()
         # A TaskCompleted nobody receives is not worth building for every task.
-        self._listens: Callable[[type[Any]], bool] = getattr(getattr(emit, "__self__", None), "listens", lambda _: True)
+        self._listens = listens
 
     # -- lifecycle ----------------------------------------------------------------------------------
 

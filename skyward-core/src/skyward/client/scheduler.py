@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,17 +51,8 @@ class Scheduler:
         if self._queue or self._pump_scheduled or any(not t.done for t in list(self._exclusive)):
             return None
         nodes = dict(self.nodes)  # the loop may add or drop nodes meanwhile
-        if task.target is not None:
-            node = nodes.get(task.target)
-            return node if node is not None and _has_room(node) else None
-        order = sorted(nodes)
-        start = self._next
-        for step in range(len(order)):
-            index = order[(start + step) % len(order)]
-            if _has_room(nodes[index]):
-                self._next = (start + step + 1) % len(order)
-                return nodes[index]
-        return None
+        index = self._choose(task, sorted(nodes), lambda i: i in nodes and _has_room(nodes[i]))
+        return None if index is None else nodes[index]
 
     def placed(self, task: TaskState) -> None:
         """Count a task placed outside `pump` (Pool._dispatch_now) like one `pump` placed."""
@@ -139,13 +131,18 @@ class Scheduler:
             left = room.get(index)
             return left is not None and left[kind] > 0
 
+        return self._choose(task, order, fits)
+
+    def _choose(self, task: TaskState, order: list[int], fits: Callable[[int], bool]) -> int | None:
+        """`task`'s pinned node if it fits, else the next fitting node in round-robin order (the
+        turn moves on only when one is chosen)."""
         if task.target is not None:
             return task.target if fits(task.target) else None
-        count = len(order)
+        start, count = self._next, len(order)
         for step in range(count):
-            index = order[(self._next + step) % count]
+            index = order[(start + step) % count]
             if fits(index):
-                self._next = (self._next + step + 1) % count
+                self._next = (start + step + 1) % count
                 return index
         return None
 
