@@ -60,6 +60,7 @@ class Kind(enum.IntEnum):
     SHUTDOWN = 7  # client: exit after leaving around_app contexts
     PING = 8
     FUNCTION = 9  # client: (key, pickled function) cached by the worker before tasks that use it
+    CALL = 10  # client: a TASK whose caller waits for its answer on the reply lane (transport/lane.py)
 
     READY = 20  # worker: handshake answer (pid, python)
     RESULT = 21  # worker: task `id` returned payload
@@ -69,6 +70,7 @@ class Kind(enum.IntEnum):
     PULL = 25  # worker: send `payload` more items of input stream `id`
     LOG = 26  # worker: (stream name, text) captured from fd 1/2
     PONG = 27
+    ELSEWHERE = 28  # worker, on the reply lane: the answer to CALL `id` follows its output on the main channel
 
 
 #: Kind by value: a dict lookup instead of an enum call for every frame decoded.
@@ -180,6 +182,13 @@ def encode(kind: Kind, id: int, payload: Any = None, *, plain: bool = False) -> 
     parts.append(body)
     parts.extend(raw_parts)
     return parts
+
+
+def as_kind(parts: list[Any], kind: Kind) -> list[Any]:
+    """The parts of one encoded frame, relabelled as `kind` (a TASK sent as a CALL)."""
+    head = bytearray(parts[0])
+    head[0] = kind
+    return [head, *parts[1:]]
 
 
 def encode_bytes(kind: Kind, id: int, payload: Any = None) -> bytes:

@@ -10,7 +10,7 @@ import structlog
 
 from skyward.events import Log, TaskCompleted
 from skyward.messages import RemoteFailure
-from skyward.wire import Frame, Kind, encode
+from skyward.wire import Frame, Kind, as_kind, encode
 
 if TYPE_CHECKING:
     from skyward.instance import InstanceInfo
@@ -58,6 +58,8 @@ class NodeHandle:
         self.inflight: dict[int, TaskState] = {}
         #: Tasks written from a caller's thread that the loop has not registered yet.
         self.sent_now: dict[int, TaskState] = {}
+        #: Where a lone synchronous call's answer comes straight to its caller (Local pipes).
+        self.lane: Any = None
         self.stuck: set[int] = set()
         # Seconds between completions while busy (moving average), and the last completion.
         self._pace: float | None = None
@@ -83,6 +85,8 @@ class NodeHandle:
             answer = await asyncio.wait_for(self._ready_future, timeout)
         except asyncio.TimeoutError:
             raise NodeStartError(f"node {self.index}'s worker did not answer within {timeout:.0f}s") from None
+        if answer.get("reply_lane"):
+            self.lane = self.channel.enable_lane()
         self.ready = True
         return answer
 
@@ -131,21 +135,23 @@ class NodeHandle:
         task.started_at = self._loop.time()
         self.inflight[task.id] = task
 
-    def send_now(self, task: TaskState) -> bool:
+    def send_now(self, task: TaskState, call: bool = False) -> bool:
         """Write `task` from the caller's thread (Pool._dispatch_now); the loop registers it later.
 
         Until then it waits in `sent_now`, where an answer that beats the registration finds it.
         The function's key is recorded only once its frame is written, so a task the loop sends
-        meanwhile ships the function too rather than arriving before it.
+        meanwhile ships the function too rather than arriving before it. `call`: send it as a
+        CALL, answered on the reply lane (the caller holds the lane).
         """
         task.node = self
         task.started_at = self._loop.time()  # the loop's clock is monotonic: readable from any thread
         self.sent_now[task.id] = task
+        parts = as_kind(task.parts, Kind.CALL) if call else task.parts
         if task.fn_key in self.sent_functions:
-            written = self.channel.send_now(task.parts)
+            written = self.channel.send_now(parts)
         else:
             function = encode(Kind.FUNCTION, 0, (task.fn_key, task.fn_bytes))
-            written = self.channel.send_now([*function, *task.parts])
+            written = self.channel.send_now([*function, *parts])
             if written:
                 self.sent_functions.add(task.fn_key)
         if not written:
@@ -158,6 +164,26 @@ class NodeHandle:
             return False
         self.inflight[task.id] = task
         return True
+
+    def finish_call(self, task: TaskState, frame: Frame) -> bool:
+        """Resolve a CALL with the answer its caller read on the lane (the caller's thread).
+
+        False if the loop took the task back meanwhile: the node was lost and the task queued again.
+        """
+        if self.sent_now.pop(task.id, None) is None:
+            return False
+        if frame.kind is Kind.RESULT:
+            task.resolve(frame.payload)
+            self._completed(task, True)
+        else:
+            task.fail_remote(frame.payload, self.index)
+            self._completed(task, False, frame.payload.type_name)
+        return True
+
+    def read_lane_until(self, task_id: int) -> None:
+        """Read the lane on the loop until the answer to `task_id` is in: its caller stopped
+        reading (time limit, interrupt, the worker died) and the loop took the task over."""
+        self.lane.adopt(self._loop, self._on_frame, task_id)
 
     def cancel(self, task_id: int) -> None:
         self.channel.send(Kind.CANCEL, task_id)

@@ -179,7 +179,7 @@ class Pool:
             stream = RemoteGenerator(
                 task, lambda n: self._call(self._grant, task, n), lambda: self._call(self._cancel, task)
             )
-        self._submit([task])
+        self._submit([task], call=stream is None)
         if stream is not None:
             return stream
         return self._wait(task)
@@ -354,12 +354,13 @@ class Pool:
                 f"{self.name} is {self._state}: dispatch inside its `with sky.Compute(...) as pool:` block"
             )
 
-    def _submit(self, tasks: list[TaskState]) -> None:
-        if len(tasks) == 1 and self._dispatch_now(tasks[0]):
+    def _submit(self, tasks: list[TaskState], call: bool = False) -> None:
+        """Send `tasks`; `call`: this thread waits for the lone task's answer next."""
+        if len(tasks) == 1 and self._dispatch_now(tasks[0], call):
             return
         self._call(self._submit_on_loop, tasks)
 
-    def _dispatch_now(self, task: TaskState) -> bool:
+    def _dispatch_now(self, task: TaskState, call: bool = False) -> bool:
         """Write a lone task from the caller's thread straight to an idle node's pipe.
 
         The hop to the loop thread (a wake-up and a GIL hand-off, before anything is sent) was the
@@ -368,6 +369,10 @@ class Pool:
         before that finds the task in the node's `sent_now`. If the node was lost meanwhile, the
         loop queues the task again, like any task of a lost node. Streaming tasks, busy pools and
         transports that belong to their loop (SSH) go through the loop as before.
+
+        `call` (a caller about to wait for this answer, on a node with a reply lane): the task
+        goes as a CALL and this thread reads its answer from the lane (`_await_call`), so the
+        loop is not woken at all, neither to register the task nor to read the answer.
         """
         loop_thread = self._loop_thread
         if task.generator or task.inputs or loop_thread is None or loop_thread.is_current():
@@ -375,13 +380,54 @@ class Pool:
         node = self._scheduler.idle_node(task)
         if node is None:
             return False
+        lane = node.lane if call else None
+        if lane is not None and not lane.try_acquire():
+            lane = None  # another thread's call holds it
         # Before the write, so TaskStarted always precedes the TaskCompleted the loop emits for the
         # answer (events reach handlers on the thread that emits them).
         self._announce(task, node)
-        if not node.send_now(task):
+        if not node.send_now(task, call=lane is not None):
+            if lane is not None:
+                lane.release()
             return False  # the node is closing: the loop places the task elsewhere
-        loop_thread.call(self._sent_now, task, node)
+        if lane is None:
+            loop_thread.call(self._sent_now, task, node)
+        else:
+            self._await_call(task, node, lane)
         return True
+
+    def _await_call(self, task: TaskState, node: NodeHandle, lane: Any) -> None:
+        """Read a CALL's answer from the node's reply lane on this thread, and resolve the task.
+
+        The task stays in the node's `sent_now` meanwhile, which keeps its slot taken. Should
+        this thread stop reading first (the time limit passed, an interrupt, the lane ended with
+        its worker), the loop takes the task and the lane over (`_adopt_call`).
+        """
+        try:
+            frame = lane.read(task.timeout)
+        except BaseException:
+            self._hand_over(task, node)
+            raise
+        if frame is None:
+            self._hand_over(task, node)
+            return
+        lane.release()
+        if frame.kind is Kind.ELSEWHERE:
+            return  # the answer follows the task's output on the main channel, to the loop
+        if node.finish_call(task, frame) and self._scheduler.waiting:
+            self._call(self._scheduler.pump)  # tasks queued while this one held the node
+
+    def _hand_over(self, task: TaskState, node: NodeHandle) -> None:
+        try:
+            self._loop_thread.call(self._adopt_call, task, node)  # type: ignore[union-attr]
+        except RuntimeError:  # the loop is closed: the pool stopped
+            task.fail(PoolClosedError(f"{task.name}() was interrupted: {self.name} shut down"))
+
+    def _adopt_call(self, task: TaskState, node: NodeHandle) -> None:
+        """The loop's side of a CALL whose caller stopped reading: register it like any task
+        written from a caller's thread, and read the rest of the lane until its answer."""
+        self._sent_now(task, node)
+        node.read_lane_until(task.id)
 
     def _sent_now(self, task: TaskState, node: NodeHandle) -> None:
         """The loop's half of `_dispatch_now`: count the task in flight, or queue it again."""
@@ -437,7 +483,8 @@ class Pool:
         if task.timeout is not None and task.timer is None:
             loop = asyncio.get_running_loop()
             if task.timeout < COARSE_TIMEOUT:
-                task.timer = loop.call_later(task.timeout, self._timed_out, task)
+                left = task.started_at + task.timeout - loop.time()  # a CALL handed over may have waited
+                task.timer = loop.call_later(max(0.0, left), self._timed_out, task)
             elif self._sweeper is None:
                 self._sweeper = loop.call_later(SWEEP_INTERVAL, self._sweep)
 
@@ -721,6 +768,10 @@ class Pool:
             for task in list(node.inflight.values()):
                 node.cancel(task.id)
                 task.fail(PoolClosedError(f"{task.name}() was interrupted: {self.name} shut down on node {node.index}"))
+            for task_id in list(node.sent_now):  # written from a caller's thread, not registered yet
+                task = node.sent_now.pop(task_id, None)
+                if task is not None:
+                    task.fail(PoolClosedError(f"{task.name}() was interrupted: {self.name} shut down on node {node.index}"))
         await asyncio.gather(*(n.channel.close(self.options.shutdown_timeout) for n in nodes), return_exceptions=True)
         for node in nodes:
             node.flush_logs()

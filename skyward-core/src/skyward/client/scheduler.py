@@ -35,6 +35,11 @@ class Scheduler:
     def requeue(self, task: TaskState) -> None:
         self._queue.appendleft(task)
 
+    @property
+    def waiting(self) -> bool:
+        """Whether tasks wait for a slot (readable from any thread)."""
+        return bool(self._queue)
+
     def drain(self) -> list[TaskState]:
         tasks = list(self._queue)
         self._queue.clear()

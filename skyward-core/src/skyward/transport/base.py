@@ -37,6 +37,11 @@ class Channel(abc.ABC):
         whose writes need no loop (pipes) implement it; an SSH channel belongs to its loop."""
         return False
 
+    def enable_lane(self) -> Any:
+        """The reply lane (`skyward.transport.lane`) after the worker said it has one; None on
+        transports without one."""
+        return None
+
     @abc.abstractmethod
     async def close(self, timeout: float = 5.0) -> None:
         """Stop the peer (gracefully, then by force after `timeout`) and release resources."""

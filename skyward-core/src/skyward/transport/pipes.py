@@ -5,6 +5,9 @@ from the encoded parts without joining them, and both pipes are enlarged so a la
 in few system calls. Frames queued during one loop iteration after its first leave together in
 one write.
 
+A second pipe, the reply lane, carries the answer to a lone synchronous call straight to the
+caller's thread (`skyward.transport.lane`).
+
 The worker shares this host, so bodies and buffers of `shm.MIN_SIZE` bytes or more travel through
 shared memory instead (`skyward.transport.shm`): the channel makes a folder for its segments, tells
 the worker through the environment, and removes the folder once the worker is gone.
@@ -24,7 +27,7 @@ from typing import Any
 
 import structlog
 
-from skyward.transport import shm
+from skyward.transport import lane, shm
 from skyward.transport.base import Channel
 from skyward.wire import FrameDecoder, Kind, offload
 
@@ -66,6 +69,9 @@ class PipeChannel(Channel):
         #: Where this channel's shared-memory segments live, and the writer of the client's.
         self._shm_folder: str | None = None
         self._shm: shm.SegmentWriter | None = None
+        #: The reply lane's read end, once the worker has said it writes to it (see `enable_lane`).
+        self.lane: lane.ReplyLane | None = None
+        self._lane_fd: int | None = None
 
     def spawn(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -75,6 +81,9 @@ class PipeChannel(Channel):
             env = dict(os.environ if env is None else env)
             env[shm.ENV] = self._shm_folder
             self._shm = shm.SegmentWriter(self._shm_folder, "c")
+        lane_read, lane_write = os.pipe()
+        env = dict(os.environ if env is None else env)
+        env[lane.ENV] = str(lane_write)
         try:
             self._proc = subprocess.Popen(
                 self._argv,
@@ -82,17 +91,39 @@ class PipeChannel(Channel):
                 stdout=subprocess.PIPE,
                 env=env,
                 cwd=self._cwd,
+                pass_fds=(lane_write,),
                 start_new_session=True,  # Ctrl-C in the client's terminal must not kill workers mid-teardown
             )
         except BaseException:
+            os.close(lane_read)
             self._remove_shm()
             raise
+        finally:
+            os.close(lane_write)  # the worker's end only: the lane ends when the worker does
+        self._lane_fd = lane_read
+        _enlarge(lane_read)
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._wfd = self._proc.stdin.fileno()
         self._rfd = self._proc.stdout.fileno()
         for fd in (self._wfd, self._rfd):
             _enlarge(fd)
             os.set_blocking(fd, False)
+
+    def enable_lane(self) -> lane.ReplyLane | None:
+        """The reply lane, once the worker's READY said it has its end (a launcher in between
+        may have closed it; then calls go through the main pipe like any task)."""
+        if self.lane is None and self._lane_fd is not None and not self._closed:
+            self.lane = lane.open_lane(self._lane_fd)
+            self._lane_fd = None
+        return self.lane
+
+    def _close_lane(self) -> None:
+        if self.lane is not None:
+            self.lane.close()
+        elif self._lane_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lane_fd)
+            self._lane_fd = None
 
     @property
     def pid(self) -> int | None:
@@ -251,6 +282,7 @@ class PipeChannel(Channel):
             self.kill()
             await loop.run_in_executor(None, proc.wait)
         self._remove_shm()
+        self._close_lane()
         with contextlib.suppress(Exception):
             proc.stdout.close()  # type: ignore[union-attr]
 
@@ -270,6 +302,7 @@ class PipeChannel(Channel):
                 self._proc.stdin.close()  # type: ignore[union-attr]
                 self._proc.stdout.close()  # type: ignore[union-attr]
         self._remove_shm()
+        self._close_lane()
 
     def _remove_shm(self) -> None:
         """Remove every segment of this channel: those the worker never mapped (killed, or closed

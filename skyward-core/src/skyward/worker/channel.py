@@ -25,9 +25,14 @@ class WorkerChannel:
     block): outcomes held back to leave together go then.
     """
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
+    def __init__(self, read_fd: int, write_fd: int, reply_fd: int | None = None) -> None:
         self._read_fd = read_fd
         self._write_fd = write_fd
+        #: The reply lane (`skyward.transport.lane`): answers to CALL frames, when the client gave one.
+        self.reply_fd = reply_fd
+        #: Writes on the main descriptor so far: a CALL's answer goes to the lane only if its task
+        #: wrote nothing there meanwhile, so it never overtakes the task's output.
+        self.writes = 0
         self._ready: deque[Frame] = deque()
         self._decoder = FrameDecoder(self._ready.append, shm=shm.open_segment)
         self._lock = threading.Lock()
@@ -55,7 +60,20 @@ class WorkerChannel:
     def send_parts(self, parts: list[Any]) -> None:
         """Write encoded frames (one or many, in order) in one vectored write."""
         with self._lock:
+            self.writes += 1
             _write_all(self._write_fd, parts)
+
+    def send_reply(self, parts: list[Any]) -> bool:
+        """Write one answer to the reply lane; False if it has none or it broke (then send it on
+        the main descriptor)."""
+        if self.reply_fd is None:
+            return False
+        try:
+            _write_all(self.reply_fd, parts)
+        except OSError:
+            self.reply_fd = None
+            return False
+        return True
 
     def frames(self):
         """Yield frames until the client closes the channel."""

@@ -14,6 +14,7 @@ import ctypes
 import functools
 import os
 import signal
+import stat
 import sys
 import threading
 from collections import OrderedDict
@@ -23,7 +24,8 @@ import cloudpickle
 
 from skyward.errors import SerializationError
 from skyward.messages import Hello, RemoteFailure, StreamRef, TaskMessage
-from skyward.wire import Frame, Kind
+from skyward.transport import lane
+from skyward.wire import Frame, Kind, encode
 from skyward.worker.capture import OutputPump
 from skyward.worker.channel import WorkerChannel
 from skyward.worker.lifecycle import AppLifecycle, decorate
@@ -39,14 +41,18 @@ class _Running:
     """A task on this worker. `interruptible` is true only while user code runs (under `lock`), so
     a cancel never lands in Skyward's own code, such as halfway through writing a frame."""
 
-    __slots__ = ("thread_id", "credits", "cancelled", "lock", "interruptible")
+    __slots__ = ("thread_id", "credits", "cancelled", "lock", "interruptible", "call", "writes")
 
-    def __init__(self) -> None:
+    def __init__(self, call: bool = False) -> None:
         self.thread_id: int | None = None
         self.credits: OutputCredits | None = None
         self.cancelled = False
         self.lock = threading.Lock()
         self.interruptible = False
+        #: A CALL: its caller reads the answer on the reply lane.
+        self.call = call
+        #: The channel's main writes when the task started (see `Worker.answer_call`).
+        self.writes = 0
 
 
 class Worker:
@@ -89,8 +95,8 @@ class Worker:
         if kind is Kind.FUNCTION:
             key, data = frame.payload
             self.fn_bytes[key] = data
-        elif kind is Kind.TASK:
-            state = _Running()
+        elif kind is Kind.TASK or kind is Kind.CALL:
+            state = _Running(call=kind is Kind.CALL)
             self.running[frame.id] = state  # now, so a CANCEL read next finds it
             msg: TaskMessage = frame.payload
             streams = msg.generator or any(isinstance(v, StreamRef) for v in (*msg.args, *msg.kwargs.values()))
@@ -184,6 +190,7 @@ class Worker:
 
     def _run_task(self, task_id: int, msg: TaskMessage, state: _Running) -> None:
         state.thread_id = threading.get_ident()
+        state.writes = self.channel.writes
         try:
             if state.cancelled:
                 raise TaskCancelled("cancelled before it started")
@@ -229,6 +236,10 @@ class Worker:
         client, or once it runs a task longer than a tick.
         """
         parts = self.channel.encode(kind, task_id, payload)
+        state = self.running.get(task_id)
+        if state is not None and state.call:
+            self.answer_call(task_id, parts, state)
+            return
         if self.threads.on_reader():
             with self.held_lock:
                 self.held.extend(parts)
@@ -236,6 +247,16 @@ class Worker:
         self.flush_held()
         self.pump.drain()
         self.channel.send_parts(parts)
+
+    def answer_call(self, task_id: int, parts: list[Any], state: _Running) -> None:
+        """A CALL's answer goes to the reply lane, where its caller waits, unless the task wrote
+        on the main channel meanwhile (it printed): then the answer follows that output there, and
+        the lane says so, so the caller never has a result before the output that came first."""
+        self.pump.drain()
+        if self.channel.writes == state.writes and self.channel.send_reply(parts):
+            return
+        self.channel.send_parts(parts)
+        self.channel.send_reply(encode(Kind.ELSEWHERE, task_id))
 
     def flush_held(self) -> None:
         with self.held_lock:
@@ -295,9 +316,27 @@ def _take_protocol_fds() -> tuple[int, int]:
     return read_fd, write_fd
 
 
+def _take_reply_fd() -> int | None:
+    """The reply lane's write end, moved to a private descriptor that no subprocess inherits;
+    None when the client gave none (SSH) or a launcher in between closed it."""
+    name = os.environ.pop(lane.ENV, None)
+    if not name:
+        return None
+    try:
+        fd = int(name)
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+        private = os.dup(fd)  # non-inheritable
+        os.close(fd)
+        os.write(private, lane.GREETING)  # the client checks it before it trusts the lane
+    except (ValueError, OSError):
+        return None
+    return private
+
+
 def main() -> None:
     read_fd, write_fd = _take_protocol_fds()
-    channel = WorkerChannel(read_fd, write_fd)
+    channel = WorkerChannel(read_fd, write_fd, _take_reply_fd())
     pump = OutputPump(channel.send)
     pump.capture(1, "stdout")
     pump.capture(2, "stderr")
@@ -320,7 +359,8 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001 - the client reports a failed start
         channel.send(Kind.ERROR, 0, RemoteFailure.capture(exc))
         return
-    channel.send(Kind.READY, 0, {"pid": os.getpid(), "python": sys.version.split()[0]})
+    ready = {"pid": os.getpid(), "python": sys.version.split()[0], "reply_lane": channel.reply_fd is not None}
+    channel.send(Kind.READY, 0, ready)
     hello = first.payload
     if getattr(hello, "ttl", 0) > 0:
         Watchdog(hello.ttl, lambda: channel.last_read, worker.abandon, hello.shutdown_command).start()

@@ -1,0 +1,205 @@
+"""The reply lane: a lone `f() >> pool` reads its answer on its own thread, with the same guarantees
+as any task (output first, time limits, retries on a lost node, a clean shutdown)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from core_support import assert_pool_works, wait_until
+
+import skyward as sky
+from skyward.transport import lane as lanes
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@sky.function
+def echo(value: int) -> int:
+    return value
+
+
+@sky.function
+def shout(text: str) -> str:
+    print(text)
+    return text.upper()
+
+
+@sky.function
+def fails() -> None:
+    raise ValueError("no such thing")
+
+
+@sky.function
+def busy_loop(seconds: float) -> int:
+    deadline = time.monotonic() + seconds
+    spins = 0
+    while time.monotonic() < deadline:
+        spins += 1
+    return spins
+
+
+@sky.function
+def write_pid_then_sleep(path: str, seconds: float) -> int:
+    Path(path + ".tmp").write_text(str(os.getpid()))
+    os.replace(path + ".tmp", path)
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def completions_by_thread(compute: sky.Pool) -> list[str]:
+    names: list[str] = []
+    compute.on(sky.TaskCompleted, lambda event: names.append(threading.current_thread().name))
+    return names
+
+
+def kill_when_started(path: Path, killed: list[int]) -> threading.Thread:
+    """SIGKILL the worker once the task has written its pid to `path` (the pid goes to `killed`)."""
+
+    def kill() -> None:
+        assert wait_until(path.exists, timeout=10)
+        killed.append(int(path.read_text()))
+        os.kill(killed[0], signal.SIGKILL)
+
+    thread = threading.Thread(target=kill)
+    thread.start()
+    return thread
+
+
+def test_every_local_node_has_a_reply_lane(fresh_pool) -> None:
+    compute = fresh_pool(2)
+    assert all(node.lane is not None for node in compute._scheduler.nodes.values())
+
+
+def test_a_lone_call_is_answered_on_the_callers_thread(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    threads = completions_by_thread(compute)
+    assert [echo(i) >> compute for i in range(5)] == [0, 1, 2, 3, 4]
+    assert threads == [threading.current_thread().name] * 5  # the loop never read these answers
+
+
+def test_a_remote_error_on_the_lane_is_raised_by_name(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    with pytest.raises(ValueError, match="no such thing"):
+        fails() >> compute
+    assert echo(7) >> compute == 7
+
+
+def test_what_a_call_prints_arrives_before_its_answer(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    lines: list[str] = []
+    compute.on(sky.Log, lambda event: lines.append(event.line))
+    assert shout("hello") >> compute == "HELLO"
+    assert lines == ["hello"]  # already there when the answer is: it came on the main channel after it
+    assert echo(1) >> compute == 1
+
+
+def test_a_time_limit_passing_during_a_lane_call_raises_and_the_node_is_reused(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    threads = completions_by_thread(compute)
+    began = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 0.5s"):
+        busy_loop(30.0).with_timeout(0.5) >> compute
+    assert time.monotonic() - began < 10
+    # The cancelled task's answer was read by the loop, which then gave the lane back.
+    assert wait_until(lambda: echo(2) >> compute == 2 and threads[-1] == threading.current_thread().name)
+
+
+def test_a_worker_killed_during_a_lane_call_is_replaced_and_the_call_returns(fresh_pool, tmp_path: Path) -> None:
+    compute = fresh_pool(1)
+    marker, killed = tmp_path / "pid", []
+    killer = kill_when_started(marker, killed)
+    answered_by = write_pid_then_sleep(str(marker), 2.0) >> compute
+    killer.join()
+    assert answered_by != killed[0]  # the retry ran on the replacement worker
+    assert_pool_works(compute)
+    assert echo(3) >> compute == 3
+
+
+def test_without_retries_a_lane_call_on_a_killed_worker_fails_with_node_lost(fresh_pool, tmp_path: Path) -> None:
+    compute = fresh_pool(1, options=sky.Options(retry_on_interruption=0))
+    marker, killed = tmp_path / "pid", []
+    killer = kill_when_started(marker, killed)
+    with pytest.raises(sky.NodeLostError):
+        write_pid_then_sleep(str(marker), 5.0) >> compute
+    killer.join()
+    assert wait_until(lambda: compute.current_nodes() == 1, timeout=15)
+    assert echo(4) >> compute == 4
+
+
+def test_an_interrupt_during_a_lane_call_leaves_the_pool_working(fresh_pool) -> None:
+    compute = fresh_pool(1)
+    threads = completions_by_thread(compute)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        busy_loop(1.0) >> compute
+    timer.join()
+    # The loop took the call over: it reads the answer, then the lane serves the next call.
+    assert wait_until(lambda: len(threads) == 1, timeout=10)
+    assert threads[0] != threading.current_thread().name
+    assert wait_until(lambda: echo(5) >> compute == 5 and threads[-1] == threading.current_thread().name)
+
+
+def test_calls_from_many_threads_each_get_their_own_answer(fresh_pool) -> None:
+    compute = fresh_pool(2)
+    results: dict[int, list[int]] = {}
+
+    def caller(offset: int) -> None:
+        results[offset] = [echo(offset + i) >> compute for i in range(150)]
+
+    threads = [threading.Thread(target=caller, args=(k * 1000,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    mapped = compute.map(echo, range(300))
+    for thread in threads:
+        thread.join(timeout=30)
+    assert mapped == list(range(300))
+    assert results == {k * 1000: [k * 1000 + i for i in range(150)] for k in range(4)}
+
+
+def test_stopping_the_pool_ends_a_lane_call_in_another_thread(tmp_path: Path) -> None:
+    compute = sky.Compute(provider=sky.Local(), nodes=1, console=False, logging=False)
+    compute.start()
+    outcome: list[BaseException | int] = []
+
+    def caller() -> None:
+        try:
+            outcome.append(busy_loop(3.0) >> compute)
+        except BaseException as exc:  # noqa: BLE001 - the outcome is what the test checks
+            outcome.append(exc)
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    time.sleep(0.3)
+    compute.stop()
+    thread.join(timeout=20)
+    assert not thread.is_alive(), "the call outlived its pool"
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], (sky.PoolClosedError, int))
+
+
+def test_a_descriptor_without_the_greeting_is_not_used_as_a_lane() -> None:
+    read, write = os.pipe()
+    os.write(write, b"something else")
+    assert lanes.open_lane(read) is None
+    with pytest.raises(OSError):
+        os.fstat(read)  # closed, not leaked
+    os.close(write)
+
+
+def test_a_descriptor_with_the_greeting_becomes_a_lane() -> None:
+    read, write = os.pipe()
+    os.write(write, lanes.GREETING)
+    lane = lanes.open_lane(read)
+    assert lane is not None
+    assert lane.try_acquire()
+    assert not lane.try_acquire()  # one call at a time
+    os.close(write)
+    assert lane.read() is None and lane.ended  # the worker's end closed
+    lane.release()
+    lane.close()
