@@ -52,7 +52,7 @@ class DirectWorker:
         data = pickle_function(fn, fn.__name__)
         key = function_key(data)
         self.send(Kind.FUNCTION, 0, (key, data))
-        self.send(Kind.TASK, 1, TaskMessage(key, (), {}, fn.__name__))
+        self.send(Kind.TASK, 1, TaskMessage(key, (), {}, fn.__name__).to_wire())
         while True:
             frame = self.next_frame()
             if frame.kind in (Kind.RESULT, Kind.ERROR):

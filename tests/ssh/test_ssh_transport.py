@@ -61,7 +61,7 @@ class Harness:
         data = pickle_function(fn, fn.__name__)
         key = function_key(data)
         self.channel.send(Kind.FUNCTION, 0, (key, data))
-        self.channel.send(Kind.TASK, task_id, TaskMessage(key, args, {}, fn.__name__))
+        self.channel.send(Kind.TASK, task_id, TaskMessage(key, args, {}, fn.__name__).to_wire())
 
     async def child_pid(self) -> int:
         while True:

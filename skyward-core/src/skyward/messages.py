@@ -36,9 +36,22 @@ class TaskMessage:
     generator: bool = False
     window: int = 16
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # A constructor call with positional fields: about half the bytes and time of attrs' state dict.
-        return TaskMessage, (self.fn_key, self.args, self.kwargs, self.name, self.generator, self.window)
+    def to_wire(self) -> tuple[Any, ...]:
+        """The TASK frame's payload: a plain tuple of the fields, which the C pickler writes and
+        reads in a fraction of the time a class with a `__reduce__` takes (most of a short
+        task's encoding)."""
+        return (self.fn_key, self.args, self.kwargs, self.name, self.generator, self.window)
+
+    @staticmethod
+    def wire(
+        fn_key: bytes, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, generator: bool, window: int
+    ) -> tuple[Any, ...]:
+        """`TaskMessage(...).to_wire()` without building the message (the client's hot path)."""
+        return (fn_key, args, kwargs, name, generator, window)
+
+    @classmethod
+    def from_wire(cls, payload: tuple[Any, ...]) -> TaskMessage:
+        return cls(*payload)
 
 
 @attrs.frozen

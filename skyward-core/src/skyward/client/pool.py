@@ -295,9 +295,9 @@ class Pool:
         plain = is_plain((args, kwargs))  # plain data holds no iterator to stream
         args, kwargs, inputs = self._streams(fn, args, kwargs, plain)
         task_id = TaskState.next_id()
-        message = TaskMessage(fn_key, args, kwargs, name, generator, STREAM_WINDOW)
+        message = TaskMessage.wire(fn_key, args, kwargs, name, generator, STREAM_WINDOW)
         try:
-            # TaskMessage is importable everywhere: with plain arguments the standard pickler will do.
+            # With plain arguments the standard pickler will do.
             parts = encode(Kind.TASK, task_id, message, plain=plain)
         except Exception as exc:  # noqa: BLE001 - name the culprit
             for i, arg in enumerate(args):
@@ -437,8 +437,9 @@ class Pool:
             task.fail(PoolClosedError(f"{task.name}() was interrupted: {self.name} is shutting down"))
             return
         if node.lost or self._scheduler.nodes.get(node.key) is not node:
+            # Lost before the loop heard of the task: the same retry policy as its other tasks.
             node.inflight.pop(task.id, None)
-            self._scheduler.requeue(task)
+            self._retry_or_fail(task, node)
             self._scheduler.pump()
             return
         self._scheduler.placed(task)
@@ -550,23 +551,26 @@ class Pool:
         if self._scheduler.nodes.get(node.key) is node:
             del self._scheduler.nodes[node.key]
         self.bus.emit(NodeLost(node=node.index, reason=repr(exc) if exc else "worker exited", pool=self.name))
-        limit = self.options.retry_on_interruption
         for task in list(node.inflight.values()):
-            if task.retryable and task.attempts < limit:
-                task.attempts += 1
-                task.node = None
-                self.bus.emit(TaskRetried(task_id=task.id, name=task.name, node=node.index, attempt=task.attempts,
-                                          reason="node lost", pool=self.name))
-                self._scheduler.requeue(task)
-            else:
-                why = "it streams data, so it cannot be replayed" if not task.retryable else f"after {task.attempts} retries"
-                task.fail(NodeLostError(
-                    f"Node {node.index} was lost while running {task.name}() (task {task.id}); not retried: {why}. "
-                    "Raise sky.Options(retry_on_interruption=...) to allow more retries."
-                ))
+            self._retry_or_fail(task, node)
         node.inflight.clear()
         node.stuck.clear()
         asyncio.get_running_loop().create_task(self._replace(node))
+
+    def _retry_or_fail(self, task: TaskState, node: NodeHandle) -> None:
+        """A task of a lost node: queued again while it may be replayed and has retries left."""
+        if task.retryable and task.attempts < self.options.retry_on_interruption:
+            task.attempts += 1
+            task.node = None
+            self.bus.emit(TaskRetried(task_id=task.id, name=task.name, node=node.index, attempt=task.attempts,
+                                      reason="node lost", pool=self.name))
+            self._scheduler.requeue(task)
+        else:
+            why = "it streams data, so it cannot be replayed" if not task.retryable else f"after {task.attempts} retries"
+            task.fail(NodeLostError(
+                f"Node {node.index} was lost while running {task.name}() (task {task.id}); not retried: {why}. "
+                "Raise sky.Options(retry_on_interruption=...) to allow more retries."
+            ))
 
     async def _replace(self, old: NodeHandle) -> None:
         index, key = old.index, old.key

@@ -131,15 +131,21 @@ class Waiter:
     """Lets one caller thread wait for the tasks of one call, one task at a time, in any order.
 
     The loop wakes the caller only when the task it waits for completes, so a caller reading a
-    `map`'s results in order sleeps and wakes a few times, not once per task. The handshake needs
-    no lock on the loop's side: the loop marks the task done before it looks at `_awaited`, and
-    the caller names `_awaited` (under the condition's lock) before it looks at `done`.
+    `map`'s results in order sleeps and wakes a few times, not once per task. The wake-up is a
+    bare lock used as a binary semaphore (held = no wake-up pending): a Condition costs more to
+    build than a short task's whole client side, and a lone `>>` builds one Waiter per call.
+
+    No other lock is needed: the completing thread marks the task done before it looks at
+    `_awaited`, and the caller names `_awaited` before it looks at `done`, so one of the two
+    always sees the other. A wake-up left over from an earlier task only costs the caller one
+    more look at `done`.
     """
 
-    __slots__ = ("_condition", "_awaited", "_pending", "_failed")
+    __slots__ = ("_wake", "_awaited", "_pending", "_failed")
 
     def __init__(self) -> None:
-        self._condition = threading.Condition(threading.Lock())
+        self._wake = threading.Lock()
+        self._wake.acquire()
         self._awaited: TaskState | Waiter | None = None
         self._pending = 0  # tasks not done yet, counted by `expect` and `completed`
         self._failed = False
@@ -149,29 +155,35 @@ class Waiter:
         self._pending += count
 
     def completed(self, task: TaskState) -> None:
-        self._pending -= 1  # only the loop thread completes tasks
+        # The loop thread completes tasks; a lone call's own thread may complete its task instead.
+        self._pending -= 1
         if task.error is not None:
             self._failed = True
-        if self._awaited is task or (self._awaited is self and (self._pending <= 0 or self._failed)):
-            with self._condition:
-                self._condition.notify()
+        awaited = self._awaited
+        if awaited is task or (awaited is self and (self._pending <= 0 or self._failed)):
+            try:
+                self._wake.release()
+            except RuntimeError:
+                pass  # a wake-up is already pending
 
     def wait_all(self) -> None:
         """Sleep until every expected task is done, or one failed: one wake-up for a whole `map`,
         where waiting for each task in turn could wake this thread once per task."""
-        with self._condition:
-            self._awaited = self
+        self._awaited = self
+        try:
             while self._pending > 0 and not self._failed:
-                self._condition.wait()
+                self._wake.acquire()
+        finally:
             self._awaited = None
 
     def wait(self, task: TaskState) -> None:
         if task.done:
             return
-        with self._condition:
-            self._awaited = task
+        self._awaited = task
+        try:
             while not task.done:
-                self._condition.wait()
+                self._wake.acquire()
+        finally:
             self._awaited = None
 
 

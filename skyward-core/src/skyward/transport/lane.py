@@ -64,6 +64,8 @@ class ReplyLane:
         self._lock = threading.Lock()
         self._frames: deque[Frame] = deque()
         self._decoder = FrameDecoder(self._frames.append, stage_size=64 * 1024, shm=shm.open_segment)
+        self._poll = select.poll()  # registered once: cheaper per call than select()
+        self._poll.register(fd, select.POLLIN)
         #: The worker has closed its end (it exited): nothing more will come.
         self.ended = False
         self._closing = False
@@ -94,7 +96,7 @@ class ReplyLane:
                 return None
             if deadline is not None:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([self.fd], [], [], remaining)[0]:
+                if remaining <= 0 or not self._poll.poll(remaining * 1000):
                     return None
             if not self._read_once():
                 return None

@@ -185,6 +185,18 @@ class PipeChannel(Channel):
             if self._closed:
                 return False
             waiting = bool(self._pending)
+            if not waiting and len(parts) <= 64:
+                # The usual case, nothing queued: one writev of the parts as they are.
+                try:
+                    written = os.writev(self._wfd, parts)
+                except BlockingIOError:
+                    written = 0
+                except OSError as exc:
+                    self._loop.call_soon_threadsafe(self._lost, exc)
+                    return False
+                parts = _skip(parts, written)
+                if not parts:
+                    return True
             self._queue(parts)
             if not waiting and not self._write_pending():
                 return False
@@ -310,6 +322,16 @@ class PipeChannel(Channel):
         self._shm = None
         if self._shm_folder is not None:
             shm.remove_folder(self._shm_folder)
+
+
+def _skip(parts: list[Any], count: int) -> list[Any]:
+    """What is left of `parts` once their first `count` bytes are written."""
+    for i, part in enumerate(parts):
+        view = memoryview(part).cast("B")
+        if count < len(view):
+            return [view[count:], *parts[i + 1 :]]
+        count -= len(view)
+    return []
 
 
 def _take(pending: collections.deque[memoryview], n: int):

@@ -98,7 +98,7 @@ class Worker:
         elif kind is Kind.TASK or kind is Kind.CALL:
             state = _Running(call=kind is Kind.CALL)
             self.running[frame.id] = state  # now, so a CANCEL read next finds it
-            msg: TaskMessage = frame.payload
+            msg = TaskMessage.from_wire(frame.payload)
             streams = msg.generator or any(isinstance(v, StreamRef) for v in (*msg.args, *msg.kwargs.values()))
             return Job(functools.partial(self.run_task, frame.id, msg, state), inline=not streams)
         elif kind is Kind.ITEM:
