@@ -188,3 +188,12 @@ def test_every_lone_call_reports_started_before_completed() -> None:
     assert len(ids) == 200
     for task_id in ids:
         assert [kind for kind, i in events if i == task_id] == ["started", "completed"]
+
+
+@pytest.mark.timeout(120)
+def test_many_slots_finishing_together_answer_every_task() -> None:
+    """Task threads that finish at once all check for output before they answer; none may fail
+    that check because another thread is checking too (each answer must arrive)."""
+    with local_pool(nodes=1, worker=sky.Worker(concurrency=4)) as pool:
+        for _ in range(5):
+            assert pool.map(double, range(400)) == [2 * i for i in range(400)]

@@ -56,11 +56,13 @@ class OutputPump:
                 stream.flush()
             except Exception:  # noqa: BLE001 - a closed user stream must not stop the pump
                 pass
-        if fds is None:
-            # One zero-timeout poll says which pipes hold output (it runs before every result,
-            # and most tasks print nothing), instead of a failing read on each.
-            fds = [fd for fd, _ in self._poll.poll(0)]
         with self._lock:  # even with nothing to read: a drain under way on the pump thread goes first
+            if fds is None:
+                # One zero-timeout poll says which pipes hold output (it runs before every result,
+                # and most tasks print nothing), instead of a failing read on each. Under the
+                # lock: a poll object refuses a second caller while one is inside (task threads
+                # of a worker with several slots answer at the same time).
+                fds = [fd for fd, _ in self._poll.poll(0)]
             for fd in fds:
                 stream = self._fds.get(fd)
                 if stream is None:

@@ -187,6 +187,12 @@ class Worker:
             self._run_task(task_id, msg, state)
         except TaskCancelled:
             pass  # a cancel delivered just as the task finished: its outcome was already sent
+        except BaseException as exc:  # noqa: BLE001 - sending the outcome itself failed
+            # Say so in the plainest frame there is: a task must never be left unanswered, and a
+            # CALL's caller must be told to look for it on the main channel.
+            self.channel.send(Kind.ERROR, task_id, RemoteFailure.capture(exc))
+            if state.call:
+                self.channel.send_reply(encode(Kind.ELSEWHERE, task_id))
 
     def _run_task(self, task_id: int, msg: TaskMessage, state: _Running) -> None:
         state.thread_id = threading.get_ident()
