@@ -65,3 +65,13 @@ def node_index() -> int:
 def assert_pool_works(compute: sky.Pool) -> None:
     """Every node of `compute` still takes and finishes a task."""
     assert node_index() @ compute == list(range(compute.current_nodes()))
+
+
+@sky.function
+def busy_loop(seconds: float) -> int:
+    """Pure Python, never blocking in C: the kind of task a cancel can stop in place."""
+    deadline = time.monotonic() + seconds
+    spins = 0
+    while time.monotonic() < deadline:
+        spins += 1
+    return spins

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from core_support import assert_pool_works, wait_until
+from core_support import assert_pool_works, busy_loop, wait_until
 
 import skyward as sky
 from skyward.transport import lane as lanes
@@ -32,15 +32,6 @@ def shout(text: str) -> str:
 @sky.function
 def fails() -> None:
     raise ValueError("no such thing")
-
-
-@sky.function
-def busy_loop(seconds: float) -> int:
-    deadline = time.monotonic() + seconds
-    spins = 0
-    while time.monotonic() < deadline:
-        spins += 1
-    return spins
 
 
 @sky.function

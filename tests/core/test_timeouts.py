@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from core_support import assert_pool_works, pid_alive, wait_until, worker_pid
+from core_support import assert_pool_works, busy_loop, pid_alive, wait_until, worker_pid
 
 import skyward as sky
 
@@ -26,16 +26,6 @@ def sleep_for(seconds: float) -> float:
 def sleeps_with_a_limit(seconds: float) -> float:
     time.sleep(seconds)
     return seconds
-
-
-@sky.function
-def busy_loop(seconds: float) -> int:
-    """Pure Python, never blocking in C: the kind of task a cancel can stop in place."""
-    deadline = time.monotonic() + seconds
-    spins = 0
-    while time.monotonic() < deadline:
-        spins += 1
-    return spins
 
 
 @sky.function
