@@ -26,6 +26,7 @@ from skyward.wire import (
     encode,
     encode_bytes,
     offload,
+    skip_written,
 )
 
 
@@ -193,6 +194,27 @@ def test_header_layout_is_stable() -> None:
     kind, flags, nbuffers, fid, body_len = struct.unpack_from("<BBHQQ", data)
     assert (kind, flags, nbuffers, fid) == (Kind.CANCEL, 0, 0, 123456789)
     assert pickle.loads(data[HEADER.size : HEADER.size + body_len]) is None
+
+
+def test_plain_body_larger_than_the_copy_limit_decodes_in_place() -> None:
+    payload = random.Random(3).randbytes(200_000)  # random: sent as is, uncompressed, in the body
+    for chunk in (4096, 65_536):
+        (frame,) = read_into(encode_bytes(Kind.RESULT, 9, payload), chunk)
+        assert frame.payload == payload
+
+
+def test_skip_written_keeps_what_a_short_write_left() -> None:
+    parts = [b"head", memoryview(b"body-bytes"), bytearray(b"tail")]
+    assert skip_written(parts, 0)[0] == b"head" and len(skip_written(parts, 0)) == 3
+    rest = skip_written(parts, 6)
+    assert [bytes(p) for p in rest] == [b"dy-bytes", b"tail"]
+    assert skip_written(parts, 18) == []
+
+
+def test_skip_written_counts_bytes_not_items_of_a_wide_view() -> None:
+    wide = memoryview(np.arange(4, dtype=np.int64))  # 4 items, 32 bytes
+    rest = skip_written([wide, b"x"], 8)
+    assert len(bytes(rest[0])) == 24 and bytes(rest[1]) == b"x"
 
 
 # -- shared memory (same-host channels) ---------------------------------------------------------------

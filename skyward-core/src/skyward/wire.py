@@ -38,6 +38,8 @@ BUFFER_ENTRY = struct.Struct("<QB")
 OUT_OF_BAND_MIN = 64 * 1024
 #: Payloads smaller than this are never compressed.
 COMPRESS_MIN = 16 * 1024
+#: Bodies up to this size are copied off the decoder's stage rather than viewed in place.
+COPY_MAX = 64 * 1024
 #: Size of the sample probed before compressing a large buffer.
 PROBE_SIZE = 64 * 1024
 #: Compress only if the probe shrinks below this fraction of its size.
@@ -147,6 +149,9 @@ def dumps(obj: Any, *, plain: bool = False) -> tuple[bytes, list[pickle.PickleBu
     goes through cloudpickle, which ships functions and classes of `__main__` by value (and
     torch tensors as their raw memory, out of band: see `skyward.pickling`).
     """
+    if plain or is_plain(obj):
+        # Plain data holds no object that pickles into a PickleBuffer: nothing goes out of band.
+        return pickle.dumps(obj, protocol=5), []
     buffers: list[pickle.PickleBuffer] = []
 
     def keep_large(buf: pickle.PickleBuffer) -> bool:
@@ -156,11 +161,7 @@ def dumps(obj: Any, *, plain: bool = False) -> tuple[bytes, list[pickle.PickleBu
         buffers.append(buf)
         return False
 
-    if plain or is_plain(obj):
-        data = pickle.dumps(obj, protocol=5, buffer_callback=keep_large)
-    else:
-        data = pickling.dumps(obj, buffer_callback=keep_large)
-    return data, buffers
+    return pickling.dumps(obj, buffer_callback=keep_large), buffers
 
 
 def encode(kind: Kind, id: int, payload: Any = None, *, plain: bool = False) -> list[bytes | memoryview]:
@@ -169,6 +170,8 @@ def encode(kind: Kind, id: int, payload: Any = None, *, plain: bool = False) -> 
     `plain`: see `dumps`.
     """
     data, buffers = dumps(payload, plain=plain)
+    if not buffers and len(data) < COMPRESS_MIN:
+        return [HEADER.pack(kind, 0, 0, id, len(data)), data]  # most frames: a header and a small pickle
     body, flags = _maybe_compress(data, probe=True)  # a large random body is not worth a full lz4 pass
     parts: list[bytes | memoryview] = []
     table = bytearray()
@@ -189,6 +192,16 @@ def as_kind(parts: list[Any], kind: Kind) -> list[Any]:
     head = bytearray(parts[0])
     head[0] = kind
     return [head, *parts[1:]]
+
+
+def skip_written(parts: list[Any], count: int) -> list[Any]:
+    """What is left of `parts` once their first `count` bytes are written (a short `writev`)."""
+    for i, part in enumerate(parts):
+        size = part.nbytes if isinstance(part, memoryview) else len(part)
+        if count < size:
+            return [memoryview(part).cast("B")[count:], *parts[i + 1 :]]
+        count -= size
+    return []
 
 
 def encode_bytes(kind: Kind, id: int, payload: Any = None) -> bytes:
@@ -256,7 +269,7 @@ def _offload_frame(
     return [HEADER.pack(kind, flags, nbuf, fid, body_len) + bytes(table), body, *buffers]
 
 
-def decode_body(flags: int, body: bytes | bytearray | memoryview, buffers: list[Any]) -> Any:
+def decode_body(flags: int, body: bytes | bytearray | memoryview, buffers: Any) -> Any:
     if flags & FLAG_LZ4:
         body = lz4.block.decompress(body)
     return pickle.loads(body, buffers=buffers)
@@ -424,9 +437,13 @@ class FrameDecoder:
             kind, flags, nbuf, fid, body_len = HEADER.unpack_from(stage, start)
             if nbuf or flags & FLAG_SHM or staged - size < body_len:
                 return True
-            self._start = start + size + body_len
-            with memoryview(stage) as view:
-                payload = decode_body(flags, view[start + size : self._start], [])
+            end = self._start = start + size + body_len
+            if body_len < COPY_MAX:
+                # A copy of a small body costs less than a view on the stage (and its release).
+                payload = decode_body(flags, stage[start + size : end], ())
+            else:
+                with memoryview(stage) as view:
+                    payload = decode_body(flags, view[start + size : end], ())
             self._on_frame(Frame(_KINDS.get(kind) or Kind(kind), fid, payload))
 
     def _add_buffer(self, data: bytearray) -> None:

@@ -29,7 +29,7 @@ import structlog
 
 from skyward.transport import lane, shm
 from skyward.transport.base import Channel
-from skyward.wire import FrameDecoder, Kind, offload
+from skyward.wire import FrameDecoder, Kind, offload, skip_written
 
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
@@ -194,7 +194,7 @@ class PipeChannel(Channel):
                 except OSError as exc:
                     self._loop.call_soon_threadsafe(self._lost, exc)
                     return False
-                parts = _skip(parts, written)
+                parts = skip_written(parts, written)
                 if not parts:
                     return True
             self._queue(parts)
@@ -322,16 +322,6 @@ class PipeChannel(Channel):
         self._shm = None
         if self._shm_folder is not None:
             shm.remove_folder(self._shm_folder)
-
-
-def _skip(parts: list[Any], count: int) -> list[Any]:
-    """What is left of `parts` once their first `count` bytes are written."""
-    for i, part in enumerate(parts):
-        view = memoryview(part).cast("B")
-        if count < len(view):
-            return [view[count:], *parts[i + 1 :]]
-        count -= len(view)
-    return []
 
 
 def _take(pending: collections.deque[memoryview], n: int):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skyward.transport import shm
-from skyward.wire import Frame, FrameDecoder, Kind, encode, offload
+from skyward.wire import Frame, FrameDecoder, Kind, encode, offload, skip_written
 
 
 class WorkerChannel:
@@ -101,6 +101,10 @@ class WorkerChannel:
 
 
 def _write_all(fd: int, parts: list[Any]) -> None:
+    if len(parts) <= 64:
+        # The usual case: the pipe takes the whole frame in one vectored write, parts as they are.
+        written = os.writev(fd, parts)
+        parts = skip_written(parts, written)
     views = [memoryview(p).cast("B") for p in parts if len(p)]
     while views:
         written = os.writev(fd, views[:1024])

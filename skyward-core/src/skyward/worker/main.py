@@ -100,7 +100,7 @@ class Worker:
             self.running[frame.id] = state  # now, so a CANCEL read next finds it
             msg = TaskMessage.from_wire(frame.payload)
             streams = msg.generator or any(isinstance(v, StreamRef) for v in (*msg.args, *msg.kwargs.values()))
-            return Job(functools.partial(self.run_task, frame.id, msg, state), inline=not streams)
+            return Job(functools.partial(self.run_task, frame.id, msg, state, streams), inline=not streams)
         elif kind is Kind.ITEM:
             stream = self.inputs.get(frame.id)
             if stream is not None:
@@ -182,9 +182,9 @@ class Worker:
             with state.lock:
                 state.interruptible = False
 
-    def run_task(self, task_id: int, msg: TaskMessage, state: _Running) -> None:
+    def run_task(self, task_id: int, msg: TaskMessage, state: _Running, streams: bool = True) -> None:
         try:
-            self._run_task(task_id, msg, state)
+            self._run_task(task_id, msg, state, streams)
         except TaskCancelled:
             pass  # a cancel delivered just as the task finished: its outcome was already sent
         except BaseException as exc:  # noqa: BLE001 - sending the outcome itself failed
@@ -194,15 +194,17 @@ class Worker:
             if state.call:
                 self.channel.send_reply(encode(Kind.ELSEWHERE, task_id))
 
-    def _run_task(self, task_id: int, msg: TaskMessage, state: _Running) -> None:
+    def _run_task(self, task_id: int, msg: TaskMessage, state: _Running, streams: bool) -> None:
         state.thread_id = threading.get_ident()
         state.writes = self.channel.writes
         try:
             if state.cancelled:
                 raise TaskCancelled("cancelled before it started")
             fn, call = self.load_function(msg)
-            args = tuple(self.resolve_streams(a) for a in msg.args)
-            kwargs = {k: self.resolve_streams(v) for k, v in msg.kwargs.items()}
+            args, kwargs = msg.args, msg.kwargs
+            if streams:
+                args = tuple(self.resolve_streams(a) for a in args)
+                kwargs = {k: self.resolve_streams(v) for k, v in kwargs.items()}
             if self.slots is not None:
                 self.app.ensure_entered()
                 ok, value = self.slots.run(task_id, cloudpickle.dumps((fn, args, kwargs), protocol=5))
