@@ -1,6 +1,9 @@
 """Case 6, the physical floor of this machine, measured in the same run as the frameworks.
 
 - pipe ping-pong: one byte back and forth between two processes over two pipes, p50;
+- pickled call ping-pong: the same round trip carrying a pickled call (a function by reference
+  and its argument) that the other process unpickles and runs, and its pickled result: what the
+  smallest Python protocol costs before any bookkeeping (Skyward's latency is compared with both);
 - pipe transfer: 100 MB through a pipe (enlarged to 1 MB, as Skyward's are) into memory the
   reader has already faulted in;
 - memcpy: 100 MB copied into memory already faulted in;
@@ -14,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import pickle
 import time
 
+from bench_tasks import noop
 from common import Config, Figure, percentile
 
 NAME = "floor"
@@ -29,6 +34,7 @@ def size(config: Config) -> int:
 def figures() -> list[Figure]:
     return [
         Figure("floor.pingpong_p50", "pipe ping-pong p50 (us)", "us", "lower"),
+        Figure("floor.call_p50", "pickled call ping-pong p50 (us)", "us", "lower"),
         Figure("floor.pipe", "pipe transfer (MB/s)", "MB/s", "higher"),
         Figure("floor.memcpy", "memcpy into faulted memory (MB/s)", "MB/s", "higher"),
         Figure("floor.lz4_random", "lz4 compress, random data (MB/s)", "MB/s", "higher"),
@@ -98,6 +104,31 @@ def pingpong(rounds: int) -> float:
     return percentile(samples, 50)
 
 
+def pickled_call(rounds: int) -> float:
+    """p50 of a round trip that carries a pickled call and its pickled result, in seconds."""
+    to_child_r, to_child_w = _pipe()
+    to_parent_r, to_parent_w = _pipe()
+
+    def serve() -> None:
+        while message := os.read(to_child_r, 65536):
+            fn, args = pickle.loads(message)
+            os.write(to_parent_w, pickle.dumps(fn(*args), protocol=5))
+
+    pid = _child(serve, keep=(to_child_r, to_parent_w), close=(to_child_w, to_parent_r))
+    samples = []
+    clock = time.perf_counter
+    for i in range(rounds + rounds // 10):
+        began = clock()
+        os.write(to_child_w, pickle.dumps((noop, (i,)), protocol=5))
+        pickle.loads(os.read(to_parent_r, 65536))
+        if i >= rounds // 10:
+            samples.append(clock() - began)
+    os.close(to_child_w)
+    os.close(to_parent_r)
+    os.waitpid(pid, 0)
+    return percentile(samples, 50)
+
+
 def pipe_transfer(nbytes: int) -> float:
     """Seconds to move `nbytes` through a pipe into the reader's pre-faulted memory."""
     data_r, data_w = _pipe()
@@ -143,6 +174,7 @@ def measure(config: Config) -> dict[str, float]:
     mb = nbytes / 1e6
     return {
         "floor.pingpong_p50": pingpong(config.pick(2000, 500)) * 1e6,
+        "floor.call_p50": pickled_call(config.pick(2000, 500)) * 1e6,
         "floor.pipe": mb / pipe_transfer(nbytes),
         "floor.memcpy": mb / memcpy(nbytes),
         "floor.lz4_random": mb / lz4_compress(os.urandom(nbytes)),

@@ -23,7 +23,7 @@ ROWS = {
     "joblib": ["joblib.wall"],
     "ssh": ["ssh.p50", "ssh.tasks_per_s"],
 }
-FLOOR = ["floor.pingpong_p50", "floor.pipe", "floor.memcpy", "floor.lz4_random", "floor.lz4_zeros"]
+FLOOR = ["floor.pingpong_p50", "floor.call_p50", "floor.pipe", "floor.memcpy", "floor.lz4_random", "floor.lz4_zeros"]
 HIDDEN = ("ray", "distributed")
 
 
@@ -73,4 +73,23 @@ def test_quick_run_writes_the_table_and_json(tmp_path: Path) -> None:
     assert "missing" in table
     assert [f["key"] for f in report["floor"]] == FLOOR
     assert all(f["values"]["floor"]["median"] > 0 for f in report["floor"])
-    assert {t["status"] for t in report["targets"]} <= {"met", "MISSED", "n/a"}
+    assert {t["status"] for t in report["targets"]} <= {"met", "MISSED", "n/a", "-"}
+    context = [t for t in report["targets"] if t["target"] == "latency p50 vs pickled call ping-pong"]
+    assert context and context[0]["status"] == "-" and context[0]["measured"].endswith("x")
+
+
+def test_wakeup_cost_prints_the_work_hot_and_after_each_wait() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "wakeup_cost.py"), "--rounds", "50"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line.split("|") for line in result.stdout.splitlines()[1:]]
+    assert [row[0].strip() for row in rows] == [
+        "none (tight loop)",
+        *(f"a pipe read, {wait} us" for wait in (0, 20, 60, 200)),
+    ]
+    assert all(float(row[1]) > 0 and row[2].strip().endswith("x") for row in rows)
