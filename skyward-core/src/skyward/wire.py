@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import pickle
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import cloudpickle
@@ -269,7 +269,7 @@ def _offload_frame(
     return [HEADER.pack(kind, flags, nbuf, fid, body_len) + bytes(table), body, *buffers]
 
 
-def decode_body(flags: int, body: bytes | bytearray | memoryview, buffers: Any) -> Any:
+def decode_body(flags: int, body: bytes | bytearray | memoryview, buffers: Iterable[Any]) -> Any:
     if flags & FLAG_LZ4:
         body = lz4.block.decompress(body)
     return pickle.loads(body, buffers=buffers)

@@ -17,6 +17,9 @@ from typing import Any
 from skyward.transport import shm
 from skyward.wire import Frame, FrameDecoder, Kind, encode, offload, skip_written
 
+#: The most parts one `writev` takes (Linux's IOV_MAX).
+IOV_MAX = 1024
+
 
 class WorkerChannel:
     """Blocking frame I/O on raw descriptors; writes from many threads are serialised by a lock.
@@ -101,18 +104,6 @@ class WorkerChannel:
 
 
 def _write_all(fd: int, parts: list[Any]) -> None:
-    if len(parts) <= 64:
-        # The usual case: the pipe takes the whole frame in one vectored write, parts as they are.
-        written = os.writev(fd, parts)
-        parts = skip_written(parts, written)
-    views = [memoryview(p).cast("B") for p in parts if len(p)]
-    while views:
-        written = os.writev(fd, views[:1024])
-        while written and views:
-            head = views[0]
-            if written >= len(head):
-                written -= len(head)
-                views.pop(0)
-            else:
-                views[0] = head[written:]
-                written = 0
+    """Write every part, in vectored writes of the parts as they are (a frame usually takes one)."""
+    while parts:
+        parts = skip_written(parts, os.writev(fd, parts[:IOV_MAX]))
