@@ -14,6 +14,7 @@ from core_support import assert_pool_works, busy_loop, wait_until
 
 import skyward as sky
 from skyward.transport import lane as lanes
+from skyward.wire import Kind, encode
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -194,3 +195,70 @@ def test_a_descriptor_with_the_greeting_becomes_a_lane() -> None:
     assert lane.read() is None and lane.ended  # the worker's end closed
     lane.release()
     lane.close()
+
+
+def greeted_lane() -> tuple[lanes.ReplyLane, int]:
+    read, write = os.pipe()
+    os.write(write, lanes.GREETING)
+    lane = lanes.open_lane(read)
+    assert lane is not None
+    return lane, write
+
+
+def write_later(fd: int, data: bytes, delay: float) -> threading.Timer:
+    timer = threading.Timer(delay, os.write, (fd, data))
+    timer.start()
+    return timer
+
+
+def test_an_answer_that_comes_after_the_brief_poll_is_still_read(monkeypatch) -> None:
+    monkeypatch.setattr(lanes, "SPIN", 0.001)  # the caller polls for 1 ms, then sleeps
+    lane, write = greeted_lane()
+    timer = write_later(write, b"".join(encode(Kind.RESULT, 7, "late")), 0.2)
+    frame = lane.read(timeout=10)
+    timer.join()
+    assert frame is not None and (frame.id, frame.payload) == (7, "late")
+    os.close(write)
+    lane.close()
+
+
+def test_an_answer_that_comes_during_the_brief_poll_is_read_without_a_sleep(monkeypatch) -> None:
+    monkeypatch.setattr(lanes, "SPIN", 5.0)  # long enough that the answer lands while polling
+    lane, write = greeted_lane()
+    slept: list[float] = []
+    real_poll = lane._poll
+
+    class Watched:
+        def poll(self, timeout: float | None = None) -> list[tuple[int, int]]:
+            if timeout:
+                slept.append(timeout)  # a blocking poll: the caller went to sleep
+            return real_poll.poll(timeout)
+
+    lane._poll = Watched()  # type: ignore[assignment]
+    timer = write_later(write, b"".join(encode(Kind.RESULT, 8, "soon")), 0.05)
+    frame = lane.read(timeout=10)
+    timer.join()
+    assert frame is not None and frame.payload == "soon"
+    assert slept == []
+    os.close(write)
+    lane.close()
+
+
+def test_the_brief_poll_does_not_stretch_a_time_limit(monkeypatch) -> None:
+    monkeypatch.setattr(lanes, "SPIN", 0.001)
+    lane, write = greeted_lane()
+    began = time.monotonic()
+    assert lane.read(timeout=0.2) is None  # nothing came
+    assert time.monotonic() - began < 5
+    os.close(write)
+    lane.close()
+
+
+def test_a_single_cpu_caller_never_polls_without_sleeping() -> None:
+    import subprocess
+    import sys
+
+    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); " \
+        "from skyward.transport import lane; print(lane.SPIN)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert float(out.stdout) == 0.0

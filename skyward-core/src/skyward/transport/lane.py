@@ -12,6 +12,12 @@ One caller at a time holds a lane (`try_acquire`), so the lane only ever carries
 the call in flight. A caller that stops reading before the answer (its time limit passed, an
 interrupt, the worker died) hands the lane to the pool's loop (`adopt`), which reads it from where
 the caller left off, frames half-read included, and releases it once that answer is in.
+
+A caller polls the lane without sleeping for a moment (`SPIN`) before it blocks. A short task's
+answer is usually back within that time, and a thread that never slept runs the rest of the call
+on warm caches: on a virtual machine, a vCPU that halts while its thread sleeps comes back to cold
+caches, and the same client code then takes two to four times as long (see "Where latency stops"
+in docs/architecture.md). On a single CPU, polling would only hold up the worker, so it is off.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ if TYPE_CHECKING:
 ENV = "SKYWARD_REPLY_FD"
 #: What a worker writes first on its lane: a descriptor the client did not give it fails the check.
 GREETING = b"skyward-reply-lane\n"
+#: How long a caller polls its lane before it sleeps (seconds): a short task's whole round trip.
+SPIN = 100e-6 if len(os.sched_getaffinity(0)) > 1 else 0.0
 
 
 def open_lane(fd: int) -> ReplyLane | None:
@@ -91,16 +99,30 @@ class ReplyLane:
     def read(self, timeout: float | None = None) -> Frame | None:
         """The next frame, read on this thread; None at end of file, or once `timeout` has passed."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        spin = SPIN
         while not self._frames:
             if self.ended:
                 return None
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._poll.poll(remaining * 1000):
-                    return None
+            if not (spin and self._poll_briefly(spin)):
+                spin = 0.0  # not back yet: a longer task, so sleep from now on
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or not self._poll.poll(remaining * 1000):
+                        return None
             if not self._read_once():
                 return None
         return self._frames.popleft()
+
+    def _poll_briefly(self, seconds: float) -> bool:
+        """Whether the lane became readable within `seconds`, polled without sleeping."""
+        poll = self._poll.poll
+        clock = time.perf_counter
+        until = clock() + seconds
+        while True:
+            if poll(0):
+                return True
+            if clock() >= until:
+                return False
 
     def _read_once(self) -> bool:
         buffer = self._decoder.get_buffer()
