@@ -129,6 +129,31 @@ def test_router_close_does_not_close_the_underlying_stream(monkeypatch: pytest.M
     assert not real.closed
 
 
+def test_flush_written_flushes_the_underlying_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    flushes: list[str] = []
+
+    class Recorded(io.StringIO):
+        def flush(self) -> None:
+            flushes.append(self.getvalue())
+
+    monkeypatch.setattr(sys, "stdout", Recorded())
+    router, _ = install()
+    router.write("half a line")
+    router.flush_written()
+    assert flushes == ["half a line"]
+
+
+def test_flush_written_delivers_what_a_sink_holds(streams: _Streams) -> None:
+    router, _ = install()
+    got: list[str] = []
+    with redirect_output(got.append):
+        router.write("50%")  # a partial line waits in the sink
+        router.flush_written()
+        assert got == ["50%"]
+        router.flush_written()  # nothing new: the sink is not asked again
+        assert got == ["50%"]
+
+
 def test_uninstall_puts_the_wrapped_streams_back(streams: _Streams) -> None:
     original = sys.stdout, sys.stderr
     install()

@@ -90,6 +90,8 @@ class RoutingStream:
         self._default = default
         self._sink_var = sink_var
         self._label = label
+        #: A write went to a sink since `flush_written` last ran.
+        self._routed = False
 
     @property
     def default(self) -> Any:
@@ -107,6 +109,7 @@ class RoutingStream:
         sink = self._sink()
         if sink is None:
             return len(text) if self._default is None else self._default.write(text)
+        self._routed = True
         _delivering.active = True
         try:
             sink.write(text)
@@ -129,6 +132,19 @@ class RoutingStream:
             sink.flush()
         finally:
             _delivering.active = False
+
+    def flush_written(self) -> None:
+        """Flush before a task's outcome is sent (the worker does it for every task).
+
+        The underlying stream is flushed directly, and the writing context's sink only when a
+        write went to a sink since the last time: the router's own layers (`_sink`, a context
+        lookup) cost more than the rest of a short task's output check, and a sink is rare.
+        """
+        if self._routed:
+            self._routed = False
+            self.flush()
+        elif self._default is not None:
+            self._default.flush()
 
     def isatty(self) -> bool:
         """A tty only when writes actually reach the terminal; captured output should not get colour."""
@@ -284,6 +300,19 @@ class CallbackWriter:
     @property
     def errors(self) -> str:
         return "strict"
+
+    def flush_written(self) -> None:
+        """Flush before a task's outcome is sent (the worker does it for every task).
+
+        The underlying stream is flushed directly, and the writing context's sink only when a
+        write went to a sink since the last time: the router's own layers (`_sink`, a context
+        lookup) cost more than the rest of a short task's output check, and a sink is rare.
+        """
+        if self._routed:
+            self._routed = False
+            self.flush()
+        elif self._default is not None:
+            self._default.flush()
 
     def isatty(self) -> bool:
         return False

@@ -13,6 +13,7 @@ import select
 import sys
 import threading
 
+from skyward.output import RoutingStream
 from skyward.wire import Kind
 
 
@@ -53,7 +54,10 @@ class OutputPump:
         """Forward everything buffered in the capture pipes now."""
         for stream in (sys.stdout, sys.stderr):
             try:
-                stream.flush()
+                if type(stream) is RoutingStream:
+                    stream.flush_written()
+                else:
+                    stream.flush()
             except Exception:  # noqa: BLE001 - a closed user stream must not stop the pump
                 pass
         with self._lock:  # even with nothing to read: a drain under way on the pump thread goes first
