@@ -53,7 +53,10 @@ class Scheduler:
         single values only. A stale answer costs at most one task beyond a node's slots, which
         the worker queues; the loop confirms the placement when it registers the task.
         """
-        if self._queue or self._pump_scheduled or any(not t.done for t in list(self._exclusive)):
+        if self._queue or self._pump_scheduled:
+            return None
+        exclusive = self._exclusive  # the loop may replace or grow it meanwhile
+        if exclusive and any(not t.done for t in list(exclusive)):
             return None
         nodes = dict(self.nodes)  # the loop may add or drop nodes meanwhile
         index = self._choose(task, sorted(nodes), lambda i: i in nodes and _has_room(nodes[i]))
