@@ -262,3 +262,13 @@ def test_a_single_cpu_caller_never_polls_without_sleeping() -> None:
         "from skyward.transport import lane; print(lane.SPIN)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert float(out.stdout) == 0.0
+
+
+def test_without_cpu_affinity_the_cpu_count_decides(monkeypatch) -> None:
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)  # as on macOS
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert lanes._usable_cpus() == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert lanes._usable_cpus() == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert lanes._usable_cpus() == 8

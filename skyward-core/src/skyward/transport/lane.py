@@ -41,8 +41,15 @@ if TYPE_CHECKING:
 ENV = "SKYWARD_REPLY_FD"
 #: What a worker writes first on its lane: a descriptor the client did not give it fails the check.
 GREETING = b"skyward-reply-lane\n"
+
+
+def _usable_cpus() -> int:
+    getaffinity = getattr(os, "sched_getaffinity", None)  # Linux; macOS has only the count
+    return len(getaffinity(0)) if getaffinity is not None else os.cpu_count() or 1
+
+
 #: How long a caller polls its lane before it sleeps (seconds): a short task's whole round trip.
-SPIN = 100e-6 if len(os.sched_getaffinity(0)) > 1 else 0.0
+SPIN = 100e-6 if _usable_cpus() > 1 else 0.0
 
 
 def open_lane(fd: int) -> ReplyLane | None:
