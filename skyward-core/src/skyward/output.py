@@ -301,19 +301,6 @@ class CallbackWriter:
     def errors(self) -> str:
         return "strict"
 
-    def flush_written(self) -> None:
-        """Flush before a task's outcome is sent (the worker does it for every task).
-
-        The underlying stream is flushed directly, and the writing context's sink only when a
-        write went to a sink since the last time: the router's own layers (`_sink`, a context
-        lookup) cost more than the rest of a short task's output check, and a sink is rare.
-        """
-        if self._routed:
-            self._routed = False
-            self.flush()
-        elif self._default is not None:
-            self._default.flush()
-
     def isatty(self) -> bool:
         return False
 
