@@ -54,7 +54,9 @@ class OutputPump:
         """Forward everything buffered in the capture pipes now."""
         for stream in (sys.stdout, sys.stderr):
             try:
-                if type(stream) is RoutingStream:
+                if fds is None and type(stream) is RoutingStream:
+                    # A task's check before its outcome (the pump thread's own drains pass `fds`
+                    # and must not take the router's note that a sink was written).
                     stream.flush_written()
                 else:
                     stream.flush()
