@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -47,6 +49,15 @@ def completions_by_thread(compute: sky.Pool) -> list[str]:
     names: list[str] = []
     compute.on(sky.TaskCompleted, lambda event: names.append(threading.current_thread().name))
     return names
+
+
+def greeted_lane() -> tuple[lanes.ReplyLane, int]:
+    """A lane over a fresh pipe whose "worker" end (returned) has written the greeting."""
+    read, write = os.pipe()
+    os.write(write, lanes.GREETING)
+    lane = lanes.open_lane(read)
+    assert lane is not None
+    return lane, write
 
 
 def kill_when_started(path: Path, killed: list[int]) -> threading.Thread:
@@ -185,24 +196,13 @@ def test_a_descriptor_without_the_greeting_is_not_used_as_a_lane() -> None:
 
 
 def test_a_descriptor_with_the_greeting_becomes_a_lane() -> None:
-    read, write = os.pipe()
-    os.write(write, lanes.GREETING)
-    lane = lanes.open_lane(read)
-    assert lane is not None
+    lane, write = greeted_lane()
     assert lane.try_acquire()
     assert not lane.try_acquire()  # one call at a time
     os.close(write)
     assert lane.read() is None and lane.ended  # the worker's end closed
     lane.release()
     lane.close()
-
-
-def greeted_lane() -> tuple[lanes.ReplyLane, int]:
-    read, write = os.pipe()
-    os.write(write, lanes.GREETING)
-    lane = lanes.open_lane(read)
-    assert lane is not None
-    return lane, write
 
 
 def write_later(fd: int, data: bytes, delay: float) -> threading.Timer:
@@ -255,9 +255,6 @@ def test_the_brief_poll_does_not_stretch_a_time_limit(monkeypatch) -> None:
 
 
 def test_a_single_cpu_caller_never_polls_without_sleeping() -> None:
-    import subprocess
-    import sys
-
     code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); " \
         "from skyward.transport import lane; print(lane.SPIN)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
