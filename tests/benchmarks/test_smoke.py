@@ -23,7 +23,16 @@ ROWS = {
     "joblib": ["joblib.wall"],
     "ssh": ["ssh.p50", "ssh.tasks_per_s"],
 }
-FLOOR = ["floor.pingpong_p50", "floor.call_p50", "floor.pipe", "floor.memcpy", "floor.lz4_random", "floor.lz4_zeros"]
+FLOOR = [
+    "floor.pingpong_p50",
+    "floor.call_p50",
+    "floor.pipe",
+    "floor.memcpy",
+    "floor.lz4_random",
+    "floor.lz4_zeros",
+    "floor.mp_pingpong_p50",
+    "floor.mp_pipe",
+]
 HIDDEN = ("ray", "distributed")
 
 
@@ -76,6 +85,9 @@ def test_quick_run_writes_the_table_and_json(tmp_path: Path) -> None:
     assert {t["status"] for t in report["targets"]} <= {"met", "MISSED", "n/a", "-"}
     context = [t for t in report["targets"] if t["target"] == "latency p50 vs pickled call ping-pong"]
     assert context and context[0]["status"] == "-" and context[0]["measured"].endswith("x")
+    latency = {t["target"]: t for t in report["targets"] if t["target"].startswith("latency p50 vs")}
+    for floor in ("pipe ping-pong", "multiprocessing.Pipe ping-pong"):
+        assert latency[f"latency p50 vs {floor}"]["status"] in ("met", "MISSED"), latency
 
 
 def test_wakeup_cost_prints_the_work_hot_and_after_each_wait() -> None:
