@@ -35,20 +35,30 @@ class TaskMessage:
     name: str
     generator: bool = False
     window: int = 16
+    #: Some argument is a `StreamRef`: the worker must read items while the task runs.
+    streams: bool = False
 
     def to_wire(self) -> tuple[Any, ...]:
         """The TASK frame's payload: a plain tuple of the fields, which the C pickler writes and
         reads in a fraction of the time a class with a `__reduce__` takes (most of a short
         task's encoding)."""
-        return TaskMessage.wire(self.fn_key, self.args, self.kwargs, self.name, self.generator, self.window)
+        return TaskMessage.wire(
+            self.fn_key, self.args, self.kwargs, self.name, self.generator, self.window, self.streams
+        )
 
     @staticmethod
     def wire(
-        fn_key: bytes, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, generator: bool, window: int
+        fn_key: bytes,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: str,
+        generator: bool,
+        window: int,
+        streams: bool = False,
     ) -> tuple[Any, ...]:
         """The payload for these fields without building the message (the client's hot path);
         the one place that fixes the fields' order on the wire, with `from_wire`."""
-        return (fn_key, args, kwargs, name, generator, window)
+        return (fn_key, args, kwargs, name, generator, window, streams)
 
     @classmethod
     def from_wire(cls, payload: tuple[Any, ...]) -> TaskMessage:

@@ -295,7 +295,7 @@ class Pool:
         plain = is_plain((args, kwargs))  # plain data holds no iterator to stream
         args, kwargs, inputs = self._streams(fn, args, kwargs, plain)
         task_id = TaskState.next_id()
-        message = TaskMessage.wire(fn_key, args, kwargs, name, generator, STREAM_WINDOW)
+        message = TaskMessage.wire(fn_key, args, kwargs, name, generator, STREAM_WINDOW, bool(inputs))
         try:
             # With plain arguments the standard pickler will do.
             parts = encode(Kind.TASK, task_id, message, plain=plain)

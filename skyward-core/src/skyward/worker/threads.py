@@ -40,9 +40,12 @@ STOP = object()
 _READ = object()  # a job: become the reader
 
 
-@attrs.frozen
+@attrs.define
 class Job:
-    """A task for a thread to run; `inline=False` when it must not hold up reading (streams)."""
+    """A task for a thread to run; `inline=False` when it must not hold up reading (streams).
+
+    Not frozen: one is built per task, and a frozen class's `__init__` takes twice as long.
+    """
 
     run: Callable[[], None]
     inline: bool = True
