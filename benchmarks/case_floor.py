@@ -12,9 +12,9 @@
   library's pipe between two processes, as its documentation shows it (`conn.send(conn.recv())`,
   `send_bytes`). Python's usual pipe costs a pickle and a length header per message, and
   `Pipe()` is a socket pair. The issue's and ARCHITECTURE.md's figures for "the floor on this
-  machine" (ping-pong 45-75 us, transfer 0.4-0.6 GB/s) match these, not the raw descriptors above
-  (which measure three to four times better on the same machine, where the peers' figures match
-  the issue's), so the latency target is reported against both.
+  machine" (ping-pong 45-75 us, transfer 0.4-0.6 GB/s) come close to these, not to the raw
+  descriptors above (which measure three to four times better on the same machine, where the
+  peers' figures match the issue's), so the latency target is reported against both.
 
 Run first, before any framework has started threads in this process (it forks).
 """
@@ -200,7 +200,7 @@ def mp_transfer(nbytes: int) -> float:
 
     pid = _child(reader, keep=(), close=())
     child.close()
-    source = bytes(bytearray(b"\x02") * nbytes)
+    source = b"\x02" * nbytes
     parent.recv_bytes()
     began = time.perf_counter()
     parent.send_bytes(source)
