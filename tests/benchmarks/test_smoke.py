@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = ["floor", "start", "latency", "throughput", "payload", "joblib", "ssh"]
 ROWS = {
     "start": ["start.pool2", "start.shutdown2", "start.pool4", "start.shutdown4"],
-    "latency": ["latency.p50", "latency.p99"],
+    "latency": ["latency.p50", "latency.p99", "latency.vs_pipe", "latency.vs_mp_pipe"],
     "throughput": ["throughput.tasks_per_s"],
     "payload": ["payload.to_worker", "payload.from_worker"],
     "joblib": ["joblib.wall"],
