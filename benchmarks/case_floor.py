@@ -28,6 +28,7 @@ import multiprocessing
 import os
 import pickle
 import time
+from contextlib import closing
 
 import echo
 from bench_tasks import noop
@@ -85,11 +86,8 @@ def _child(body, keep: tuple[int, ...], close: tuple[int, ...]) -> int:
 
 def pingpong(rounds: int) -> float:
     """p50 of a one-byte round trip between two processes, in seconds."""
-    partner = echo.PipeEcho()
-    try:
+    with closing(echo.PipeEcho()) as partner:
         return percentile(echo.round_trips(partner, rounds), 50)
-    finally:
-        partner.close()
 
 
 def pickled_call(rounds: int) -> float:
@@ -143,11 +141,8 @@ def pipe_transfer(nbytes: int) -> float:
 
 def mp_pingpong(rounds: int) -> float:
     """p50 of a round trip through `multiprocessing.Pipe()` (a small object each way), in seconds."""
-    partner = echo.ConnectionEcho()
-    try:
+    with closing(echo.ConnectionEcho()) as partner:
         return percentile(echo.round_trips(partner, rounds), 50)
-    finally:
-        partner.close()
 
 
 def mp_transfer(nbytes: int) -> float:

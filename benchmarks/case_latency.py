@@ -11,6 +11,7 @@ same seconds.
 from __future__ import annotations
 
 import time
+from contextlib import closing
 
 import echo
 from bench_tasks import noop
@@ -41,8 +42,7 @@ def measure(peer, config: Config) -> dict[str, float]:
     pipe_floor: list[float] = []
     mp_floor: list[float] = []
     clock = time.perf_counter
-    pipe_echo, mp_echo = echo.PipeEcho(), echo.ConnectionEcho()
-    try:
+    with closing(echo.PipeEcho()) as pipe_echo, closing(echo.ConnectionEcho()) as mp_echo:
         for _ in range(TURNS):
             for _ in range(per_turn):
                 began = clock()
@@ -50,9 +50,6 @@ def measure(peer, config: Config) -> dict[str, float]:
                 calls.append(clock() - began)
             pipe_floor += echo.round_trips(pipe_echo, per_turn)
             mp_floor += echo.round_trips(mp_echo, per_turn)
-    finally:
-        pipe_echo.close()
-        mp_echo.close()
     p50 = percentile(calls, 50)
     return {
         "latency.p50": p50 * 1e6,
