@@ -75,14 +75,12 @@ class PipeChannel(Channel):
 
     def spawn(self) -> None:
         self._loop = asyncio.get_running_loop()
-        env = self._env
+        env = dict(os.environ if self._env is None else self._env)  # the worker's: names the lane
         self._shm_folder = shm.create_folder() if self._shared_memory else None
         if self._shm_folder is not None:
-            env = dict(os.environ if env is None else env)
             env[shm.ENV] = self._shm_folder
             self._shm = shm.SegmentWriter(self._shm_folder, "c")
         lane_read, lane_write = os.pipe()
-        env = dict(os.environ if env is None else env)
         env[lane.ENV] = str(lane_write)
         try:
             self._proc = subprocess.Popen(
