@@ -32,7 +32,7 @@ def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, it was read
         return False
     state = stat.rsplit(")", 1)[1].split()[0]
     return state not in ("Z", "X")
@@ -41,6 +41,20 @@ def pid_alive(pid: int) -> bool:
 def parent_pid(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def cmdline(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().replace(b"\0", b" ").decode()
+
+
+def is_worker_of_this_process(pid: int) -> bool:
+    """Whether `pid` is a worker a Local pool of this process started: its child, or a child of
+    the pool's fork server (`skyward.worker.forkserver`), which is its child."""
+    parent = parent_pid(pid)
+    if parent == os.getpid():
+        return True
+    return parent_pid(parent) == os.getpid() and "skyward.worker.forkserver" in cmdline(parent)
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> bool:

@@ -8,6 +8,7 @@ builders return new instances so a plugin factory can chain them. The pool turns
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypedDict
@@ -29,6 +30,11 @@ class LaunchCommand:
     launcher: str = ""
     entrypoint: str = ""
     args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    @classmethod
+    def worker(cls, python_bin: str) -> LaunchCommand:
+        """The plain worker's command, before any launcher wraps it."""
+        return cls(entrypoint=f"{shlex.quote(python_bin)} -m skyward.worker")
 
     def render(self) -> str:
         return " ".join(part for part in (self.launcher, self.entrypoint, *self.args) if part)

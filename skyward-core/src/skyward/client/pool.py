@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import shlex
 import signal
 import threading
 import time
@@ -677,7 +676,7 @@ class Pool:
             venv_dir=self._provider.venv_dir(self.cluster), concurrency=self.worker.concurrency,
             executor=self.executor,
         )
-        base = LaunchCommand(entrypoint=f"{shlex.quote(context.python_bin)} -m skyward.worker")
+        base = LaunchCommand.worker(context.python_bin)
         return self.hooks.launch_command(base, context)
 
     def _instance_info(self, index: int, total: int) -> InstanceInfo:

@@ -23,13 +23,16 @@ import os
 import signal
 import subprocess
 import threading
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from skyward.transport import lane, shm
 from skyward.transport.base import Channel
 from skyward.wire import FrameDecoder, Kind, offload, skip_written
+
+if TYPE_CHECKING:
+    from skyward.transport.forkserver import ForkServer
 
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
@@ -38,6 +41,19 @@ PIPE_SIZE = 1 << 20
 def _enlarge(fd: int) -> None:
     with contextlib.suppress(OSError):
         fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
+
+
+class WorkerProcess(Protocol):
+    """What the channel needs of its worker's process: a `subprocess.Popen`, or a fork of the
+    fork server (`skyward.transport.forkserver.ForkedProcess`)."""
+
+    pid: int
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+
+    def wait(self, timeout: float | None = None) -> Any: ...
+
+    def kill(self) -> None: ...
 
 
 class PipeChannel(Channel):
@@ -57,7 +73,7 @@ class PipeChannel(Channel):
         self._argv = argv
         self._env = env
         self._cwd = cwd
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: WorkerProcess | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: collections.deque[memoryview] = collections.deque()
         #: Serialises writes: the loop's, and a caller thread's `send_now`.
@@ -74,16 +90,13 @@ class PipeChannel(Channel):
         self._lane_fd: int | None = None
 
     def spawn(self) -> None:
+        """Start the worker from `argv`, a fresh process."""
         self._loop = asyncio.get_running_loop()
-        env = dict(os.environ if self._env is None else self._env)  # the worker's: names the lane
-        self._shm_folder = shm.create_folder() if self._shared_memory else None
-        if self._shm_folder is not None:
-            env[shm.ENV] = self._shm_folder
-            self._shm = shm.SegmentWriter(self._shm_folder, "c")
+        env = self._worker_env(dict(os.environ if self._env is None else self._env))
         lane_read, lane_write = os.pipe()
         env[lane.ENV] = str(lane_write)
         try:
-            self._proc = subprocess.Popen(
+            proc: WorkerProcess = subprocess.Popen(
                 self._argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -98,11 +111,43 @@ class PipeChannel(Channel):
             raise
         finally:
             os.close(lane_write)  # the worker's end only: the lane ends when the worker does
+        self._attach(proc, lane_read)
+
+    async def spawn_forked(self, server: ForkServer) -> None:
+        """Start the worker as a fork of `server`, whose environment is this channel's `env`
+        (`argv` and `cwd` are the server's: the same worker, already imported)."""
+        self._loop = asyncio.get_running_loop()
+        env = self._worker_env({})
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        lane_read, lane_write = os.pipe()
+        try:
+            proc = await server.fork((stdin_r, stdout_w, lane_write), env, stdin_w, stdout_r)
+        except BaseException:
+            for fd in (stdin_w, stdout_r, lane_read):
+                os.close(fd)
+            self._remove_shm()
+            raise
+        finally:
+            for fd in (stdin_r, stdout_w, lane_write):
+                os.close(fd)  # the worker's ends: EOF on them means the worker is gone
+        self._attach(proc, lane_read)
+
+    def _worker_env(self, env: dict[str, str]) -> dict[str, str]:
+        """`env` plus what the worker learns of this channel: its shared-memory folder."""
+        self._shm_folder = shm.create_folder() if self._shared_memory else None
+        if self._shm_folder is not None:
+            env[shm.ENV] = self._shm_folder
+            self._shm = shm.SegmentWriter(self._shm_folder, "c")
+        return env
+
+    def _attach(self, proc: WorkerProcess, lane_read: int) -> None:
+        self._proc = proc
         self._lane_fd = lane_read
         _enlarge(lane_read)
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._wfd = self._proc.stdin.fileno()
-        self._rfd = self._proc.stdout.fileno()
+        assert proc.stdin is not None and proc.stdout is not None
+        self._wfd = proc.stdin.fileno()
+        self._rfd = proc.stdout.fileno()
         for fd in (self._wfd, self._rfd):
             _enlarge(fd)
             os.set_blocking(fd, False)
