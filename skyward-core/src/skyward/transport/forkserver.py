@@ -21,7 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
-from typing import Any
+from typing import IO, Any
 
 import structlog
 
@@ -55,8 +55,8 @@ class ForkedProcess:
     def __init__(self, pid: int, pidfd: int, stdin_fd: int, stdout_fd: int) -> None:
         self.pid = pid
         self._pidfd: int | None = pidfd
-        self.stdin = open(stdin_fd, "wb", buffering=0)  # noqa: SIM115 - closed by the channel
-        self.stdout = open(stdout_fd, "rb", buffering=0)  # noqa: SIM115 - closed by the channel
+        self.stdin: IO[bytes] = open(stdin_fd, "wb", buffering=0)  # noqa: SIM115 - closed by the channel
+        self.stdout: IO[bytes] = open(stdout_fd, "rb", buffering=0)  # noqa: SIM115 - closed by the channel
 
     def poll(self) -> bool:
         """True once the process has exited."""

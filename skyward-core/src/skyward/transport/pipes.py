@@ -47,9 +47,14 @@ class WorkerProcess(Protocol):
     """What the channel needs of its worker's process: a `subprocess.Popen`, or a fork of the
     fork server (`skyward.transport.forkserver.ForkedProcess`)."""
 
-    pid: int
-    stdin: IO[bytes] | None
-    stdout: IO[bytes] | None
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def stdin(self) -> IO[bytes] | None: ...
+
+    @property
+    def stdout(self) -> IO[bytes] | None: ...
 
     def wait(self, timeout: float | None = None) -> Any: ...
 

@@ -10,12 +10,12 @@ milliseconds, and the pool pays the start-up once instead of once per node.
 (the user's script) and runs a pickled `Process`, not a worker on the pipes its node speaks over,
 and the server lives as long as the client's interpreter rather than the pool.
 
-The server is single-threaded, so forking it is safe. It speaks over the Unix seqpacket socket
-whose descriptor is its argument. A request is one message of JSON, `{"env": {...}, "cwd": ...}`:
-variables to set in the child (none of which Python reads at start-up) and the folder it starts
-in. The message carries three
-descriptors: the worker's stdin read end, its stdout write end and its reply lane's write end.
-The answer is the child's pid, eight bytes, with a pidfd for it, so that the client can wait for
+The server is single-threaded, so forking it is safe; it refuses to fork once it finds another
+thread (one a site hook started). It speaks over the Unix seqpacket socket whose descriptor is its
+argument. A request is one message of JSON, `{"env": {...}, "cwd": ...}`: variables to set in the
+child (none of which Python reads at start-up) and the folder it starts in. The message carries
+three descriptors: the worker's stdin read end, its stdout write end and its reply lane's write
+end. The answer is the child's pid, eight bytes, with a pidfd for it, so that the client can wait for
 and signal a process that is not its own child without racing a reused pid; a pid of -1 comes
 with the reason instead. EOF on the socket (the pool's teardown, or a client that died) ends
 the server. The workers it forked live on, each in a session of its own, until their stdin ends,
