@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -166,53 +166,53 @@ def test_a_launcher_plugin_s_workers_start_through_its_command() -> None:
         assert parent_pid(pid) == os.getpid()
 
 
-def test_a_fork_server_that_exited_says_so() -> None:
-    async def fork_from_dead_server() -> None:
-        server = forkserver.ForkServer(dict(os.environ))
-        server.start()
-        assert server.pid is not None
-        os.kill(server.pid, signal.SIGKILL)
-        try:
-            await PipeChannel(["unused"]).spawn_forked(server)
-        finally:
-            server.close()
+def fork_one_worker(
+    env: dict[str, str],
+    before_fork: Callable[[forkserver.ForkServer], None] = lambda server: None,
+    after_fork: Callable[[PipeChannel], None] = lambda channel: None,
+) -> None:
+    """Start a fork server with `env` and fork one channel's worker from it, then stop both."""
 
-    with pytest.raises(forkserver.ForkServerError, match="fork server"):
-        asyncio.run(fork_from_dead_server())
-
-
-def test_a_forked_process_times_out_while_alive_and_ends_when_killed() -> None:
-    async def fork_one() -> None:
-        server = forkserver.ForkServer(dict(os.environ))
+    async def fork() -> None:
+        server = forkserver.ForkServer(env)
         server.start()
         channel = PipeChannel(["unused"])
         try:
+            before_fork(server)
             await channel.spawn_forked(server)
-            process = channel._proc
-            assert isinstance(process, forkserver.ForkedProcess)
-            with pytest.raises(subprocess.TimeoutExpired):
-                process.wait(timeout=0.2)  # a worker waits for its HELLO: it is alive
-            process.kill()
-            process.wait(timeout=5)
-            assert not pid_alive(process.pid)
+            after_fork(channel)
         finally:
             await channel.close(timeout=1)
             server.close()
 
-    asyncio.run(fork_one())
+    asyncio.run(fork())
+
+
+def test_a_fork_server_that_exited_says_so() -> None:
+    def kill(server: forkserver.ForkServer) -> None:
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)
+
+    with pytest.raises(forkserver.ForkServerError, match="fork server"):
+        fork_one_worker(dict(os.environ), before_fork=kill)
+
+
+def test_a_forked_process_times_out_while_alive_and_ends_when_killed() -> None:
+    def kill(channel: PipeChannel) -> None:
+        process = channel._proc
+        assert isinstance(process, forkserver.ForkedProcess)
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=0.2)  # a worker waits for its HELLO: it is alive
+        process.kill()
+        process.wait(timeout=5)
+        assert not pid_alive(process.pid)
+
+    fork_one_worker(dict(os.environ), after_fork=kill)
 
 
 def test_a_fork_server_running_threads_refuses_to_fork(tmp_path: Path) -> None:
     # A site hook that starts a thread makes forking unsafe: the server says so instead.
     (tmp_path / "sitecustomize.py").write_text("import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
 
-    async def fork_one() -> None:
-        server = forkserver.ForkServer({**os.environ, "PYTHONPATH": str(tmp_path)})
-        server.start()
-        try:
-            await PipeChannel(["unused"]).spawn_forked(server)
-        finally:
-            server.close()
-
     with pytest.raises(forkserver.ForkServerError, match="unsafe: the server runs 2 threads"):
-        asyncio.run(fork_one())
+        fork_one_worker({**os.environ, "PYTHONPATH": str(tmp_path)})
