@@ -137,7 +137,8 @@ def test_without_retries_a_lane_call_on_a_killed_worker_fails_with_node_lost(fre
 def test_an_interrupt_during_a_lane_call_leaves_the_pool_working(fresh_pool) -> None:
     compute = fresh_pool(1)
     threads = completions_by_thread(compute)
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    # To the main thread, as Ctrl-C reaches it: its blocking read returns at once to raise it.
+    timer = threading.Timer(0.3, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         busy_loop(1.0) >> compute
