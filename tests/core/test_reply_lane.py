@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,18 @@ def test_without_retries_a_lane_call_on_a_killed_worker_fails_with_node_lost(fre
     assert echo(4) >> compute == 4
 
 
+@pytest.fixture
+def interruptible() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt here even where pytest inherited an ignored SIGINT (a job
+    started with `&` by a non-interactive shell, as CI runners do), and only for this test."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("interruptible")
 def test_an_interrupt_during_a_lane_call_leaves_the_pool_working(fresh_pool) -> None:
     compute = fresh_pool(1)
     threads = completions_by_thread(compute)
