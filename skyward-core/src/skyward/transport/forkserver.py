@@ -58,10 +58,6 @@ class ForkedProcess:
         self.stdin: IO[bytes] = open(stdin_fd, "wb", buffering=0)  # noqa: SIM115 - closed by the channel
         self.stdout: IO[bytes] = open(stdout_fd, "rb", buffering=0)  # noqa: SIM115 - closed by the channel
 
-    def poll(self) -> bool:
-        """True once the process has exited."""
-        return self._exited(0)
-
     def wait(self, timeout: float | None = None) -> None:
         """Block until the process exits; `subprocess.TimeoutExpired` after `timeout` seconds."""
         if not self._exited(timeout):
