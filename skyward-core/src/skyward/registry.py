@@ -11,6 +11,7 @@ import functools
 import importlib.metadata
 import os
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import pluggy
@@ -42,7 +43,7 @@ def plugin_manager() -> pluggy.PluginManager:
     """
     pm = pluggy.PluginManager("skyward")
     pm.add_hookspecs(hookspecs)
-    only_core = os.environ.get("SKYWARD_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0")
+    only_core = _autoload_disabled()
     for ep in _entry_points():
         dist = ep.dist.name if ep.dist is not None else "?"
         if only_core and dist != CORE_DISTRIBUTION:
@@ -52,11 +53,29 @@ def plugin_manager() -> pluggy.PluginManager:
         except Exception as exc:  # noqa: BLE001 - reported, then skipped
             _report_broken(f"{dist}:{ep.name}", f"failed to import ({type(exc).__name__}: {exc})")
             continue
-        if pm.is_registered(module) or pm.has_plugin(f"{dist}:{ep.name}"):
+        name = f"{dist}:{ep.name}"
+        if pm.is_registered(module) or pm.has_plugin(name):
             continue
-        pm.register(module, name=f"{dist}:{ep.name}")
-    pm.check_pending()
+        try:
+            pm.register(module, name=name)
+        except Exception as exc:  # noqa: BLE001 - a hook whose signature no spec has
+            _report_broken(name, f"does not match Skyward's hooks ({exc})")
+    _drop_unknown_hooks(pm)
     return pm
+
+
+def _drop_unknown_hooks(pm: pluggy.PluginManager) -> None:
+    """Unregister each distribution that implements a hook Skyward does not define (a misspelt
+    name, or one from a newer Skyward), reporting it, instead of failing every pool."""
+    while True:
+        try:
+            pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            name = pm.get_name(exc.plugin) or repr(exc.plugin)
+            pm.unregister(exc.plugin)
+            _report_broken(name, f"does not match Skyward's hooks ({exc})")
+        else:
+            return
 
 
 #: plugin name -> why it was skipped, for error messages that mention it.
@@ -82,8 +101,15 @@ def _collect(pm: pluggy.PluginManager, hook_name: str) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - reported, then skipped
             _report_broken(impl.plugin_name, f"raised in {hook_name} ({type(exc).__name__}: {exc})")
             continue
-        if result:
-            found.update(result)
+        if not result:
+            continue
+        if not isinstance(result, Mapping) or not all(isinstance(key, str) for key in result):
+            _report_broken(
+                impl.plugin_name,
+                f"returned {type(result).__name__} from {hook_name}, where a dict of public names is expected",
+            )
+            continue
+        found.update(result)
     return found
 
 
@@ -145,11 +171,26 @@ def _broken_note() -> str:
     return " Skipped because broken: " + "; ".join(f"{n} {why}" for n, why in BROKEN.items())
 
 
+def _autoload_disabled() -> bool:
+    return os.environ.get("SKYWARD_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0")
+
+
 def _raise_missing(public: str, package: str) -> None:
     try:
         version = importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         raise MissingPackageError(f"{public} needs the {package} package: pip install {package}") from None
+    if _autoload_disabled():
+        raise MissingPackageError(
+            f"{public} comes from {package} {version}, which is installed but not loaded because "
+            "SKYWARD_DISABLE_PLUGIN_AUTOLOAD is set; unset it to use it"
+        )
+    broken = [f"{n} {why}" for n, why in BROKEN.items() if n.split(":")[0] == package]
+    if broken:
+        raise MissingPackageError(
+            f"{public} comes from {package} {version}, which is installed but could not be loaded: "
+            + "; ".join(broken)
+        )
     raise MissingPackageError(
         f"{package} {version} is installed but does not provide {public} yet; "
         f"upgrade it (pip install -U {package})"
