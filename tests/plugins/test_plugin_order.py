@@ -99,11 +99,12 @@ def test_around_process_enters_once_per_executor_subprocess_after_env_is_set(tmp
     worker = sky.Worker(executor="process", concurrency=1)
     with compute([recorder(log, "p", hook="around_process")], worker=worker, image=sky.Image(env={"TAG": "set"})) as pool:
         pids = {noop() >> pool for _ in range(3)}
-    enters = [line for line in log.read_text().splitlines() if line.startswith("enter")]
+    lines = log.read_text().splitlines()
     assert len(pids) == 1
-    assert len(enters) == 1
-    assert f"pid={pids.pop()}" in enters[0]
-    assert "tag=set" in enters[0]
+    pid = pids.pop()
+    assert [line.split(" node=")[0] for line in lines] == ["enter p", "exit p"]
+    assert f"pid={pid}" in lines[0] and f"pid={pid}" in lines[1]  # left when the worker shut down
+    assert "tag=set" in lines[0]
 
 
 def test_around_process_runs_again_in_each_fresh_subprocess(tmp_path: Path) -> None:
@@ -111,9 +112,10 @@ def test_around_process_runs_again_in_each_fresh_subprocess(tmp_path: Path) -> N
     worker = sky.Worker(executor="process", reuse_processes=False)
     with compute([recorder(log, "p", hook="around_process")], worker=worker) as pool:
         pids = [noop() >> pool for _ in range(3)]
-    enters = [line for line in log.read_text().splitlines() if line.startswith("enter")]
+    lines = log.read_text().splitlines()
     assert len(set(pids)) == 3
-    assert len(enters) == 3
+    for pid in pids:  # each subprocess entered and left its context
+        assert [line.split(" node=")[0] for line in lines if f"pid={pid}" in line] == ["enter p", "exit p"]
 
 
 def test_first_plugins_decorator_is_the_outermost() -> None:

@@ -16,9 +16,30 @@ import pluggy
 import structlog
 
 from skyward import hookspecs
+from skyward.bootstrap.ops import Op, as_ops
 from skyward.errors import PluginError
 from skyward.hookspecs import hookimpl
+from skyward.image import Image
 from skyward.plugin import LaunchCommand, LaunchContext, Plugin
+
+
+def _plugin(name: str) -> str:
+    """The plugin's own name, from its registration name (`index:name`)."""
+    return name.split(":", 1)[1]
+
+
+def _named_exit(plugin: str, manager: Any, exit_: Any) -> Any:
+    """`manager`'s exit, for an ExitStack: an exception it raises of its own names the plugin."""
+
+    def leave(exc_type: Any, exc: Any, tb: Any) -> bool:
+        try:
+            return bool(exit_(manager, exc_type, exc, tb))
+        except Exception as error:
+            if error is exc:
+                raise  # the pool's own exception, passed through
+            raise PluginError(f"The plugin {plugin!r} failed in around_client on leaving: {error!r}") from error
+
+    return leave
 
 
 class PluginAdapter:
@@ -33,7 +54,7 @@ class PluginAdapter:
 
     @hookimpl
     def skyward_bootstrap_ops(self, cluster: Any) -> Any:
-        return tuple(self.plugin.bootstrap(cluster)) if self.plugin.bootstrap else None
+        return self.plugin.bootstrap(cluster) if self.plugin.bootstrap else None
 
     @hookimpl
     def skyward_launcher(self, command: LaunchCommand, context: LaunchContext) -> Any:
@@ -83,36 +104,65 @@ class PoolHooks:
         try:
             return hook(**kwargs)
         except Exception as exc:
-            plugin = name.split(":", 1)[1]
-            raise PluginError(f"The plugin {plugin!r} failed in {hook.__name__}: {exc}") from exc
+            raise PluginError(f"The plugin {_plugin(name)!r} failed in {hook.__name__}: {exc}") from exc
 
     def transform_image(self, image: Any, cluster: Any) -> Any:
         for name, hook in self._in_order("skyward_image_transform"):
             result = self._call(name, hook, image=image, cluster=cluster)
             if result is not None:
+                if not isinstance(result, Image):
+                    raise PluginError(
+                        f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} from its image transform; "
+                        "return the Image it was given, or a copy (image.with_pip(...), attrs.evolve(image, ...))"
+                    )
                 image = result
         return image
 
-    def bootstrap_ops(self, cluster: Any) -> tuple[Any, ...]:
-        ops: list[Any] = []
+    def bootstrap_ops(self, cluster: Any) -> tuple[Op, ...]:
+        """Each plugin's ops in plugin order; a plain string becomes an Op named after its plugin."""
+        ops: list[Op] = []
         for name, hook in self._in_order("skyward_bootstrap_ops"):
             result = self._call(name, hook, cluster=cluster)
-            if result:
-                ops.extend(result)
+            if not result:
+                continue
+            values = (result,) if isinstance(result, (str, Op)) else result
+            try:
+                ops.extend(as_ops(values, default_name=_plugin(name)))
+            except TypeError as exc:
+                raise PluginError(f"The plugin {_plugin(name)!r} returned a bad bootstrap op: {exc}") from exc
         return tuple(ops)
 
     def launch_command(self, command: LaunchCommand, context: LaunchContext) -> LaunchCommand:
         for name, hook in self._in_order("skyward_launcher"):
             result = self._call(name, hook, command=command, context=context)
             if result is not None:
+                if not isinstance(result, LaunchCommand):
+                    raise PluginError(
+                        f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} from its launcher; "
+                        "return a LaunchCommand (LaunchCommand(launcher, command.entrypoint, command.args))"
+                    )
                 command = result
         return command
 
     def enter_clients(self, stack: contextlib.ExitStack, pool: Any, cluster: Any) -> None:
+        """Enter each plugin's `around_client` in order; the stack leaves them in reverse. A failure
+        on entering or on leaving is a PluginError naming the plugin."""
         for name, hook in self._in_order("skyward_around_client"):
             manager = self._call(name, hook, pool=pool, cluster=cluster)
-            if manager is not None:
-                stack.enter_context(manager)
+            if manager is None:
+                continue
+            plugin = _plugin(name)
+            if not (hasattr(type(manager), "__enter__") and hasattr(type(manager), "__exit__")):
+                raise PluginError(
+                    f"The plugin {plugin!r} returned a value of type {type(manager).__name__!r} from around_client; return a "
+                    "context manager (decorate the hook with @contextlib.contextmanager and yield once)"
+                )
+            try:
+                exit_ = type(manager).__exit__
+                type(manager).__enter__(manager)
+            except Exception as exc:
+                raise PluginError(f"The plugin {plugin!r} failed in around_client on entering: {exc!r}") from exc
+            stack.push(_named_exit(plugin, manager, exit_))
 
     def workers_per_node(self, spec: Any) -> int:
         asked: dict[str, int] = {}

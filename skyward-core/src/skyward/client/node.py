@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from skyward.events import Log, TaskCompleted
+from skyward.events import Error, Log, TaskCompleted
 from skyward.messages import RemoteFailure
 from skyward.wire import Frame, Kind, as_kind, encode
 
@@ -44,6 +44,7 @@ class NodeHandle:
         on_free: Callable[[], None],
         key: int | None = None,
         listens: Callable[[type[Any]], bool] = lambda _: True,
+        pool: str = "",
     ) -> None:
         self.index = index
         #: The scheduler's key: the global worker index (the node index with one worker per node).
@@ -72,6 +73,8 @@ class NodeHandle:
         self._loop = asyncio.get_running_loop()
         # A TaskCompleted nobody receives is not worth building for every task.
         self._listens = listens
+        #: The pool's name, on every event this node emits.
+        self.pool = pool
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -198,9 +201,8 @@ class NodeHandle:
                 task.resolve(frame.payload)
                 self._completed(task, True)
         elif kind is Kind.ERROR:
-            if frame.id == 0 and self._ready_future is not None and not self._ready_future.done():
-                failure: RemoteFailure = frame.payload
-                self._ready_future.set_exception(NodeStartError(f"node {self.index}'s worker failed to start:\n{failure.traceback}"))
+            if frame.id == 0:
+                self._worker_failed(frame.payload)
                 return
             task = self._finish(frame.id)
             if task is not None:
@@ -228,6 +230,15 @@ class NodeHandle:
             if self._ready_future is not None and not self._ready_future.done():
                 self._ready_future.set_result(frame.payload)
 
+    def _worker_failed(self, failure: RemoteFailure) -> None:
+        """A failure of the worker itself rather than of a task: at start, the node's start fails;
+        later (a plugin's context failed as the worker left it) it is reported as an `Error`."""
+        if self._ready_future is not None and not self._ready_future.done():
+            self._ready_future.set_exception(NodeStartError(f"node {self.index}'s worker failed to start:\n{failure.traceback}"))
+            return
+        structlog.get_logger().warning("skyward.worker_error", node=self.index, error=failure.message)
+        self.emit(Error(message=failure.message, node=self.index, pool=self.pool))
+
     def _finish(self, task_id: int) -> TaskState | None:
         if task_id in self.stuck:
             self.stuck.discard(task_id)
@@ -248,7 +259,7 @@ class NodeHandle:
         self.emit(
             TaskCompleted(
                 task_id=task.id, name=task.name, node=self.index, success=success,
-                duration=self._loop.time() - task.started_at, error=error,
+                duration=self._loop.time() - task.started_at, error=error, pool=self.pool,
             )
         )
 
@@ -277,12 +288,12 @@ class NodeHandle:
         *lines, rest = text.split("\n")
         self._partial[stream] = rest
         for line in lines:
-            self.emit(Log(instance=self.info, node=self.index, line=line, stream=stream))
+            self.emit(Log(instance=self.info, node=self.index, line=line, stream=stream, pool=self.pool))
 
     def flush_logs(self) -> None:
         for stream, rest in self._partial.items():
             if rest:
-                self.emit(Log(instance=self.info, node=self.index, line=rest, stream=stream))
+                self.emit(Log(instance=self.info, node=self.index, line=rest, stream=stream, pool=self.pool))
         self._partial = {"stdout": "", "stderr": ""}
 
     def _closed(self, exc: BaseException | None) -> None:

@@ -714,7 +714,7 @@ class Pool:
         node = NodeHandle(
             index, instance, info, channel, self.worker.concurrency + self.worker.buffer,
             self.bus.emit, self._on_node_lost, self._scheduler.pump_soon, key=key,
-            listens=self.bus.listens,
+            listens=self.bus.listens, pool=self.name,
         )
         hello = Hello(
             info=info, concurrency=self.worker.concurrency, executor=self.executor,

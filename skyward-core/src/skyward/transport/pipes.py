@@ -304,10 +304,10 @@ class PipeChannel(Channel):
             self._flush()
 
     def _lost(self, exc: BaseException | None) -> None:
+        self._detach()  # nothing more to read (also while `close` waits for the worker's last frames)
         if self._closed:
             return
         self._closed = True
-        self._detach()
         self._remove_shm()  # nothing more is read: segments in flight either way are garbage
         self.on_closed(exc)
 
@@ -332,7 +332,12 @@ class PipeChannel(Channel):
                     if not self._writing:
                         self._flush()  # now: the descriptor is closed below
         self._closed = True
-        self._detach()
+        # The reader stays until the worker's end of file: what it sends while it leaves its
+        # plugins' contexts (their output, a failure) still arrives.
+        if self._writing:
+            with contextlib.suppress(Exception):
+                self._loop.remove_writer(self._wfd)  # type: ignore[union-attr]
+            self._writing = False
         with contextlib.suppress(Exception):
             proc.stdin.close()  # type: ignore[union-attr]
         loop = asyncio.get_running_loop()
@@ -341,6 +346,8 @@ class PipeChannel(Channel):
         except (asyncio.TimeoutError, Exception):
             self.kill()
             await loop.run_in_executor(None, proc.wait)
+        self._on_readable()  # the rest, up to the end of file, now that the worker has exited
+        self._detach()
         self._remove_shm()
         self._close_lane()
         with contextlib.suppress(Exception):

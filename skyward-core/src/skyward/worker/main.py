@@ -151,16 +151,19 @@ class Worker:
             if cached is not None:
                 self.fn_cache.move_to_end(msg.fn_key)
                 return cached
-        data = self.fn_bytes.get(msg.fn_key)
-        if data is None:
-            raise RuntimeError(f"function {msg.name}() was not shipped to this worker")
-        fn = cloudpickle.loads(data)
+        fn = cloudpickle.loads(self.function_bytes(msg))
         cached = (fn, decorate(fn, self.plugins))
         with self.fn_lock:
             self.fn_cache[msg.fn_key] = cached
             while len(self.fn_cache) > FN_CACHE_SIZE:
                 self.fn_cache.popitem(last=False)
         return cached
+
+    def function_bytes(self, msg: TaskMessage) -> bytes:
+        data = self.fn_bytes.get(msg.fn_key)
+        if data is None:
+            raise RuntimeError(f"function {msg.name}() was not shipped to this worker")
+        return data
 
     def resolve_streams(self, values: Any) -> Any:
         if isinstance(values, StreamRef):
@@ -200,19 +203,21 @@ class Worker:
         try:
             if state.cancelled:
                 raise TaskCancelled("cancelled before it started")
-            fn, call = self.load_function(msg)
             args, kwargs = msg.args, msg.kwargs
             if streams:
                 args = tuple(self.resolve_streams(a) for a in args)
                 kwargs = {k: self.resolve_streams(v) for k, v in kwargs.items()}
             if self.slots is not None:
+                # The child loads and decorates the function itself, once per function.
                 self.app.ensure_entered()
-                ok, value = self.slots.run(task_id, cloudpickle.dumps((fn, args, kwargs), protocol=5))
+                call_bytes = cloudpickle.dumps((msg.fn_key, self.function_bytes(msg), args, kwargs), protocol=5)
+                ok, value = self.slots.run(task_id, call_bytes)
                 if ok:
                     self.reply(task_id, msg, value)
                 else:
                     self.deliver(Kind.ERROR, task_id, value)
                 return
+            call = self.load_function(msg)[1]
             self.app.ensure_entered()
             if msg.generator:
                 state.credits = OutputCredits(msg.window)
@@ -299,19 +304,23 @@ class Worker:
         self.threads.shutdown()
         if self.slots is not None:
             self.slots.close()
-        self.app.close()
+        for error in self.app.close():
+            print(f"skyward: {error}", file=sys.stderr, flush=True)
 
     def shutdown(self) -> None:
+        """Leave the plugins' contexts; what they print, and any that fails, still reach the
+        client, which reads this worker's frames until it exits."""
         self.flush_held()
         for task_id in list(self.running):
             self.cancel(task_id)
         self.threads.shutdown()
         if self.slots is not None:
             self.slots.close()
-        try:
-            self.app.close()
-        finally:
-            self.pump.drain()
+        errors = self.app.close()
+        self.pump.drain()
+        for error in errors:
+            with contextlib.suppress(OSError):  # the client is gone: nobody to tell
+                self.channel.send(Kind.ERROR, 0, RemoteFailure.capture(error))
 
 
 def _take_protocol_fds() -> tuple[int, int]:

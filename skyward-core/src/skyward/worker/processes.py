@@ -3,6 +3,10 @@
 Each slot is a child process fed over a multiprocessing pipe. A slot whose task is cancelled (a
 timeout) is killed and replaced, which is how a stuck CPU-bound task is recovered without touching
 the rest of the node. With `reuse_processes=False` every task gets a fresh child.
+
+A child that is done with (the worker shuts down, or `reuse_processes=False`) is told so by the
+end of its pipe and exits by itself, leaving its `around_process` contexts; only a child that does
+not exit within `GRACE` seconds is killed.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from typing import Any
 import cloudpickle
 
 from skyward.messages import RemoteFailure
+
+#: How long a child may take to leave its `around_process` contexts before it is killed (seconds).
+GRACE = 10.0
 
 
 class TaskCancelled(BaseException):
@@ -36,6 +43,14 @@ class _Slot:
         self.process.join(timeout=5)
         self.conn.close()
 
+    def retire(self, grace: float = GRACE) -> None:
+        """End the child the way it expects: EOF on its pipe, then a wait; killed only if stuck."""
+        self.conn.close()
+        self.process.join(timeout=grace)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5)
+
 
 class ProcessSlots:
     def __init__(self, size: int, reuse: bool, init_bytes: bytes) -> None:
@@ -52,7 +67,8 @@ class ProcessSlots:
         self._lock = threading.Lock()
 
     def run(self, task_id: int, call_bytes: bytes) -> tuple[bool, Any]:
-        """Run a pickled `(fn, args, kwargs)` in a slot; returns (ok, value or RemoteFailure)."""
+        """Run a pickled `(fn_key, fn_bytes, args, kwargs)` in a slot (the function's own pickle,
+        so the child loads and decorates each function once); returns (ok, value or RemoteFailure)."""
         slot = self._free.get() or self._start()
         with self._lock:
             self._by_task[task_id] = slot
@@ -70,7 +86,10 @@ class ProcessSlots:
             if healthy and self._reuse:
                 self._free.put(slot)
             else:
-                slot.kill()
+                if healthy:
+                    slot.retire()
+                else:
+                    slot.kill()
                 with self._lock:
                     self._all.discard(slot)
                 self._free.put(None)
@@ -84,10 +103,13 @@ class ProcessSlots:
         return True
 
     def close(self) -> None:
+        """Retire every child at once (each leaves its contexts meanwhile), then wait for each."""
         with self._lock:
             slots = list(self._all)
         for slot in slots:
-            slot.kill()
+            slot.conn.close()
+        for slot in slots:
+            slot.retire()
 
     def _start(self) -> _Slot:
         slot = _Slot(self._ctx, self._init)
@@ -105,6 +127,7 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
     sys.path[:0] = [p for p in sys_path if p not in sys.path]
     runtime.set_instance_info(info)
     lifecycle = AppLifecycle(plugins, info, hook="around_process")
+    functions: dict[bytes, Any] = {}  # function key -> the function in the plugins' decorators
     try:
         while True:
             try:
@@ -113,8 +136,13 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
                 return
             try:
                 lifecycle.ensure_entered()
-                fn, args, kwargs = cloudpickle.loads(data)
-                result = decorate(fn, plugins)(*args, **kwargs)
+                fn_key, fn_bytes, args, kwargs = cloudpickle.loads(data)
+                call = functions.get(fn_key)
+                if call is None:
+                    if len(functions) >= 256:
+                        functions.clear()
+                    call = functions[fn_key] = decorate(cloudpickle.loads(fn_bytes), plugins)
+                result = call(*args, **kwargs)
                 reply = (True, result)
             except BaseException as exc:  # noqa: BLE001 - reported to the client
                 reply = (False, RemoteFailure.capture(exc))
@@ -126,7 +154,8 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
                 payload = cloudpickle.dumps((False, RemoteFailure.capture(_unpicklable_result(reply[1], exc))))
             conn.send_bytes(payload)
     finally:
-        lifecycle.close()
+        for error in lifecycle.close():
+            print(f"skyward: {error}", file=sys.stderr, flush=True)
 
 
 def _unpicklable_result(value: Any, exc: BaseException) -> BaseException:
