@@ -54,13 +54,18 @@ def test_plan_takes_what_compute_takes() -> None:
         plan(spec, image=sky.Image())  # specs and Spec keywords do not mix, as in Compute
 
 
-def test_plan_masks_nothing_but_never_inlines_op_secrets_it_does_not_own() -> None:
-    """The huggingface op refers to $HF_TOKEN; the token itself only lives in env.sh's heredoc."""
+def test_plan_shows_secrets_masked_where_the_pool_writes_them_into_the_node_env_file() -> None:
+    """The huggingface op refers to $HF_TOKEN; the token itself lives only in env.sh, which a
+    plan shows masked, as the image's repr does."""
     token = "hf_" + "x" * 30
     result = sky.plan(plugins=[sky.plugins.huggingface(token=token)])
     [op] = result.ops
     assert op.secrets == (token,) and token not in op.script
-    assert result.image.env["HF_TOKEN"] == token
+    assert result.image.env["HF_TOKEN"] == token  # the value itself, for the pool's own script
+    assert "export HF_TOKEN=***" in result.script
+    assert token not in result.script
+    assert token not in repr(result)
+    assert token not in repr(result.image)
 
 
 def test_plan_with_indexes_scopes_them_to_their_packages() -> None:

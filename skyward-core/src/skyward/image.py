@@ -46,6 +46,15 @@ def _str_tuple(value: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] 
     return tuple(os.fspath(item) for item in value)
 
 
+def _env_repr(env: dict[str, str]) -> str:
+    """`env` as repr shows it: values registered as secrets (`skyward.logging.register_secret`,
+    as `huggingface(token=...)` does) read `***`."""
+    from skyward.logging import registered_secrets  # here: the worker never imports logging
+
+    secrets = set(registered_secrets())
+    return repr({name: "***" if value in secrets else value for name, value in env.items()})
+
+
 def _env_dict(field: str) -> Any:
     """Converter for ``env``/``shell_vars``: a plain ``dict[str, str]`` with checked names."""
 
@@ -176,7 +185,7 @@ class Image:
     pip: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     pip_indexes: tuple[PipIndex, ...] = attrs.field(default=(), converter=_pip_indexes)
     apt: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    env: dict[str, str] = attrs.field(factory=dict, converter=_env_dict("env"), hash=False)
+    env: dict[str, str] = attrs.field(factory=dict, converter=_env_dict("env"), hash=False, repr=_env_repr)
     shell_vars: dict[str, str] = attrs.field(factory=dict, converter=_env_dict("shell_vars"), hash=False)
     includes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     excludes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)

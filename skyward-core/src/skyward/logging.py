@@ -39,6 +39,7 @@ __all__ = [
     "configure_logging",
     "mask_secrets_processor",
     "register_secret",
+    "registered_secrets",
     "reset_logging",
     "skyward_home",
 ]
@@ -112,6 +113,12 @@ def register_secret(value: str) -> None:
     if value and len(value) >= MIN_SECRET_LENGTH:
         with _state.lock:
             _state.secrets.add(value)
+
+
+def registered_secrets() -> tuple[str, ...]:
+    """Every value registered with `register_secret` so far."""
+    with _state.lock:
+        return tuple(sorted(_state.secrets))
 
 
 def _mask(text: str) -> str:

@@ -78,11 +78,8 @@ def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:
         found += list(getattr(op, "secrets", ()) or ())
     from skyward import logging as sky_logging
 
-    state = getattr(sky_logging, "_state", None)  # secrets registered with register_secret()
-    if state is not None:
-        with state.lock:
-            found += sorted(state.secrets)
-    shortest = getattr(sky_logging, "MIN_SECRET_LENGTH", 4)  # shorter ones would mask ordinary words
+    found += sky_logging.registered_secrets()
+    shortest = sky_logging.MIN_SECRET_LENGTH  # shorter ones would mask ordinary words
     return tuple(dict.fromkeys(s for s in found if s and len(s) >= shortest))
 
 

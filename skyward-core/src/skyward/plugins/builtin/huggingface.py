@@ -10,6 +10,9 @@ The token is a credential, so it is handled as one:
 
 - the op's script refers to `$HF_TOKEN` and never contains the value; the op lists the token in
   `secrets`, which the bootstrap renderer masks in its output and events;
+- the value reaches a node in one place only: the node's environment file (`env.sh`, mode 600),
+  written by the bootstrap script the pool sends it. `sky.plan(...)` shows that line as
+  `export HF_TOKEN=***`, and the image's repr masks it too;
 - the token is registered with `skyward.logging.register_secret`, so it is written as `***` in
   every Skyward log line;
 - it lives only in the hooks' closures, so `repr(plugin)` cannot show it.
@@ -70,7 +73,7 @@ def huggingface(*, token: str | None = None) -> Plugin:
     """Install the Hugging Face libraries on every worker and log the nodes in to the Hub.
 
     `token` defaults to `HF_TOKEN` from the client's environment. It never appears in the plugin's
-    repr, in the bootstrap script or in Skyward's logs.
+    repr, in a plan, in events or in Skyward's logs; on the node it is in the environment file only.
     """
     secret = _token(token)
     if secret is not None:
