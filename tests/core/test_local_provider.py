@@ -125,6 +125,22 @@ def test_image_pip_already_installed_does_not_warn(recwarn: pytest.WarningsRecor
     assert [str(w.message) for w in recwarn if "sky.Local()" in str(w.message)] == []
 
 
+def test_packages_a_plugin_adds_that_are_missing_here_warn_naming_the_plugins() -> None:
+    adds = sky.plugins.Plugin.create("adds").with_image_transform(lambda image, cluster: image.with_pip("surely-not-installed-pkg"))
+    with pytest.warns(UserWarning, match=r"lacks surely-not-installed-pkg \(asked for by the pool's plugins\)"):
+        with local_pool(1, plugins=[adds]) as compute:
+            assert env_now() >> compute == (None, None)
+
+
+def test_plugin_bootstrap_ops_warn_that_local_does_not_run_them(recwarn: pytest.WarningsRecorder) -> None:
+    ops = sky.plugins.Plugin.create("setup-git").with_bootstrap(lambda cluster: "apt-get install -y git")
+    with local_pool(2, plugins=[ops]) as compute:
+        assert env_now() >> compute == (None, None)
+    messages = [str(w.message) for w in recwarn if "runs no bootstrap" in str(w.message)]
+    assert len(messages) == 1  # once per pool, not once per node
+    assert "(setup-git)" in messages[0] and "sky.Local(isolated=True)" in messages[0]
+
+
 # --- instance info
 
 

@@ -105,6 +105,7 @@ class LocalProvider(Provider):
         self.isolated = isolated
         self.fork = fork and not isolated and forkserver.available()
         self._server: forkserver.ForkServer | None = None
+        self._setup_checked = False
 
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
         if self.isolated:
@@ -126,6 +127,29 @@ class LocalProvider(Provider):
             )
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=free_port())
 
+    def _warn_unapplied(self, cluster: Cluster, setup: NodeSetup) -> None:
+        """Once per pool: what the plugins asked of the bootstrap, which this provider does not run
+        (packages their transforms added that this interpreter lacks, and their bootstrap ops)."""
+        if self._setup_checked:
+            return
+        self._setup_checked = True
+        added = tuple(p for p in setup.image.pip if p not in cluster.spec.image.pip)
+        missing = missing_packages(added)
+        if missing:
+            warnings.warn(
+                f"sky.Local() runs workers with this interpreter, which lacks {', '.join(missing)} "
+                f"(asked for by the pool's plugins): pip install {' '.join(missing)} here, or use "
+                "sky.Local(isolated=True) or a remote provider, whose bootstrap installs them.",
+                stacklevel=2,
+            )
+        if setup.ops:
+            names = ", ".join(dict.fromkeys(op.name for op in setup.ops))
+            warnings.warn(
+                f"sky.Local() runs no bootstrap, so the plugins' bootstrap ops ({names}) are not run "
+                "on this machine; use sky.Local(isolated=True) or a remote provider to run them.",
+                stacklevel=2,
+            )
+
     async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         return [Instance(id=f"{cluster.id}-local-{i}", node=i, instance_type="process") for i in nodes]
 
@@ -142,6 +166,7 @@ class LocalProvider(Provider):
     async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> PipeChannel:
         if self.isolated:
             return await self._connect_isolated(cluster, instance, setup)
+        self._warn_unapplied(cluster, setup)
         image, launch = setup.image, setup.launch
         env = dict(os.environ)
         env.update({k: str(v) for k, v in image.env.items()})
