@@ -89,6 +89,21 @@ def test_distributed_env_comes_from_instance_info() -> None:
     assert jax_plugin.distributed_env(info, gpu=False)["JAX_LOCAL_DEVICE_COUNT"] == "1"
 
 
+def test_distributed_env_numbers_one_process_per_worker_when_a_node_has_several() -> None:
+    # mig: two workers on each of two nodes, one GPU instance each.
+    envs = [
+        jax_plugin.distributed_env(
+            InstanceInfo(node=node, worker=worker, workers_per_node=2, total_nodes=2, head_addr="10.0.0.5",
+                         head_port=29500, gpu_count=2),
+            gpu=True,
+        )
+        for node in (0, 1) for worker in (0, 1)
+    ]
+    assert [env["JAX_PROCESS_ID"] for env in envs] == ["0", "1", "2", "3"]
+    assert {env["JAX_NUM_PROCESSES"] for env in envs} == {"4"}
+    assert {env["JAX_LOCAL_DEVICE_COUNT"] for env in envs} == {"1"}
+
+
 def test_coordinator_address_brackets_ipv6() -> None:
     info = InstanceInfo(node=0, total_nodes=2, head_addr="fd00::1", head_port=4000)
     assert jax_plugin.coordinator_address(info) == "[fd00::1]:4001"

@@ -94,16 +94,19 @@ def coordinator_address(info: Any) -> str:
 
 
 def distributed_env(info: Any, *, gpu: bool) -> dict[str, str]:
-    """The ``JAX_*`` variables for the node ``info`` describes.
+    """The ``JAX_*`` variables for the worker ``info`` describes.
 
-    ``JAX_LOCAL_DEVICE_COUNT`` is the node's GPU count for a CUDA build (at least 1) and 1 for the
-    CPU build, which is JAX's default of one CPU device per process.
+    One JAX process per worker: with several workers on a node (``mig`` gives one per GPU
+    instance) the processes are numbered across the pool by ``global_worker_index``, and each
+    has its share of the node's GPUs. ``JAX_LOCAL_DEVICE_COUNT`` is that share for a CUDA build
+    (at least 1) and 1 for the CPU build, which is JAX's default of one CPU device per process.
     """
-    local_devices = max(int(info.gpu_count), 1) if gpu else 1
+    per_node = max(int(getattr(info, "workers_per_node", 1)), 1)
+    local_devices = max(int(info.gpu_count) // per_node, 1) if gpu else 1
     return {
         "JAX_COORDINATOR_ADDRESS": coordinator_address(info),
-        "JAX_NUM_PROCESSES": str(info.total_nodes),
-        "JAX_PROCESS_ID": str(info.node),
+        "JAX_NUM_PROCESSES": str(info.total_nodes * per_node),
+        "JAX_PROCESS_ID": str(info.node * per_node + int(getattr(info, "worker", 0))),
         "JAX_LOCAL_DEVICE_COUNT": str(local_devices),
     }
 
