@@ -8,6 +8,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from ssh_hosts import SSHHosts, cmdline, parent_pid, pid_alive, ssh_pool, start_hosts, wait_until, workers_of
 
 import skyward as sky
@@ -66,5 +67,21 @@ def test_a_host_that_stays_unreachable_loses_its_node_and_its_task_moves(tmp_pat
         # the lost node's worker saw its stdin close with the connection and exited
         assert wait_until(lambda: workers_of(hosts.servers[1].home) == [], timeout=10)
         assert workers_of(hosts.servers[0].home) == []
+    finally:
+        hosts.stop()
+
+
+def test_tasks_fail_instead_of_waiting_for_ever_once_no_node_is_left(tmp_path: Path) -> None:
+    hosts = start_hosts(tmp_path, 1)  # a server of its own: this test stops it
+    try:
+        compute = ssh_pool(hosts, ssh_timeout=2, ssh_retry_interval=0.5)
+        with compute:
+            running = slow(1.5) > compute
+            time.sleep(0.5)
+            hosts.servers[0].stop()  # the only host, gone for good
+            with pytest.raises(sky.NodeLostError, match="no node of .* is left .*could not be replaced"):
+                running.result(timeout=60)
+            with pytest.raises(sky.NodeLostError, match="no node of .* is left"):
+                (slow(0) > compute).result(timeout=10)  # a task sent afterwards fails at once too
     finally:
         hosts.stop()

@@ -101,6 +101,8 @@ class Pool:
         self._provider: Any = None
         self._instances: dict[int, Any] = {}
         self._replacing: set[int] = set()
+        #: Why the last node that could not be replaced was given up, for tasks that then cannot run.
+        self._lost_reason = ""
         self._console: Any = None
         self.hooks = PoolHooks(())
         self.bootstrap_ops: tuple[Any, ...] = ()
@@ -468,6 +470,7 @@ class Pool:
                 task.fail(PoolClosedError(f"{task.name}() was not run: {self.name} is shutting down"))
             else:
                 self._scheduler.enqueue(task)
+        self._fail_if_no_node_left(self._lost_reason or "every node was lost")
         self._scheduler.pump()
 
     def _on_dispatch(self, task: TaskState, node: NodeHandle) -> None:
@@ -576,6 +579,7 @@ class Pool:
         if key in self._replacing:
             return
         self._replacing.add(key)
+        failure: Exception | None = None
         try:
             await old.channel.close(timeout=1)
             instance = self._instances[index]
@@ -583,6 +587,8 @@ class Pool:
             self.bus.emit(InstanceReplaced(node=index, old_id=instance.id, new_id=instance.id, pool=self.name))
             del node
         except Exception as exc:  # noqa: BLE001 - report, and fail what waited for this node
+            failure = exc
+            self._lost_reason = f"node {index} could not be replaced: {exc}"
             self.bus.emit(Error(message=f"node {index} could not be replaced: {exc}", fatal=False, node=index, pool=self.name))
             # The node is gone for good: later broadcasts and targets must not wait for it.
             others = [n for n in self._scheduler.nodes.values() if n.index == index and n.key != key]
@@ -597,7 +603,20 @@ class Pool:
                     self._scheduler.enqueue(task)
         finally:
             self._replacing.discard(key)
+            if failure is not None:
+                self._fail_if_no_node_left(f"node {index} could not be replaced: {failure}")
             self._scheduler.pump()
+
+    def _fail_if_no_node_left(self, why: str) -> None:
+        """Fail every queued task once no node is left and none is being replaced: nothing could
+        ever run them, and a caller would wait for ever (loop thread)."""
+        if self._closing or self._scheduler.nodes or self._replacing or self._instances:
+            return
+        for task in self._scheduler.drain():
+            task.fail(NodeLostError(
+                f"{task.name}() cannot run: no node of {self.name} is left ({why}). "
+                "Start a new pool, or add nodes with pool.resize(n)."
+            ))
 
     async def _start(self) -> None:
         self.bus.emit(ClusterRequested(spec_summary=_describe(self.specs), nodes=self.specs[0].nodes.desired, pool=self.name))
