@@ -83,3 +83,18 @@ def test_plain_local_is_unchanged() -> None:
     provider = sky.Local().create()
     assert provider.isolated is False
     assert provider.python_bin(None) == sys.executable  # type: ignore[arg-type]
+
+
+def test_a_credential_in_image_env_is_masked_in_bootstrap_events_and_errors() -> None:
+    token = "ghp_" + "s3cr3t" * 5
+    echo = sky.plugins.Plugin.create("echoes").with_bootstrap(lambda cluster: 'echo "using $API_TOKEN"; exit 3')
+    compute = isolated_pool(nodes=1, image=sky.Image(env={"API_TOKEN": token}), plugins=[echo])
+    seen: list[sky.Event] = []
+    compute.on(sky.Event, seen.append)
+    with pytest.raises(BootstrapFailed) as caught:
+        compute.start()
+    assert caught.value.phase == "echoes"
+    assert "using ***" in caught.value.output_tail
+    assert token not in str(caught.value) and token not in caught.value.output_tail
+    assert any("using ***" in repr(event) for event in seen)
+    assert not [event for event in seen if token in repr(event)]

@@ -253,3 +253,22 @@ def test_compute_mixing_specs_and_keywords_names_the_fix() -> None:
 def test_compute_with_a_typo_suggests_the_keyword() -> None:
     with pytest.raises(sky.ConfigurationError, match="did you mean nodes="):
         sky.Compute(provider=sky.Local(), node=2)
+
+
+def test_a_credential_in_image_env_is_masked_in_what_a_task_prints() -> None:
+    token = "sk-" + "s3cr3t" * 5
+
+    @sky.function
+    def show() -> str:
+        value = os.environ["OPENAI_API_KEY"]
+        print(f"key is {value}", flush=True)
+        return value
+
+    lines: list[str] = []
+    compute = local_pool(1, image=sky.Image(env={"OPENAI_API_KEY": token, "GREETING": "plain value"}))
+    compute.on(sky.Log, lambda event: lines.append(event.line))
+    with compute:
+        assert show() >> compute == token  # the task itself sees the real value
+    assert "key is ***" in lines
+    assert token not in repr(compute.image)
+    assert "plain value" in repr(compute.image)  # only credential-like names are masked

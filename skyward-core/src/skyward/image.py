@@ -46,12 +46,22 @@ def _str_tuple(value: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] 
     return tuple(os.fspath(item) for item in value)
 
 
+#: Environment variable names whose values are credentials: masked in events, logs and errors.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|AUTH", re.I)
+
+
+def env_secrets(env: dict[str, str]) -> tuple[str, ...]:
+    """The values of `env` that are credentials by their names (`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
+    `DB_PASSWORD`, `OPENAI_API_KEY`...): what a pool masks wherever its output is shown."""
+    return tuple(value for name, value in env.items() if _SECRET_NAME.search(name) and len(value) >= 4)
+
+
 def _env_repr(env: dict[str, str]) -> str:
     """`env` as repr shows it: values registered as secrets (`skyward.logging.register_secret`,
     as `huggingface(token=...)` does) read `***`."""
     from skyward.logging import registered_secrets  # here: the worker never imports logging
 
-    secrets = set(registered_secrets())
+    secrets = {*registered_secrets(), *env_secrets(env)}
     return repr({name: "***" if value in secrets else value for name, value in env.items()})
 
 

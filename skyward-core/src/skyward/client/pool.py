@@ -52,7 +52,9 @@ from skyward.function import (
     unwrap_function,
 )
 from skyward.hooks import PoolHooks
+from skyward.image import env_secrets
 from skyward.instance import InstanceInfo, PeerInfo
+from skyward.logging import register_secret
 from skyward.messages import Hello, StreamRef, TaskMessage
 from skyward.plugin import LaunchCommand, LaunchContext
 from skyward.providers.base import NodeSetup
@@ -103,6 +105,8 @@ class Pool:
         self._replacing: set[int] = set()
         #: Why the last node that could not be replaced was given up, for tasks that then cannot run.
         self._lost_reason = ""
+        #: Credentials in the image's environment (`env_secrets`), masked wherever output is shown.
+        self._secrets: tuple[str, ...] = ()
         self._console: Any = None
         self.hooks = PoolHooks(())
         self.bootstrap_ops: tuple[Any, ...] = ()
@@ -655,6 +659,10 @@ class Pool:
         self._provider.options = self.options
         self.cluster = await self._provider.prepare(spec, self.name)
         self.image = self.hooks.transform_image(spec.image, self.cluster)
+        self._secrets = env_secrets(self.image.env)
+        for secret in self._secrets:  # masked in this pool's events, Skyward's logs and bootstrap errors
+            register_secret(secret)
+            self.bus.add_secret(secret)
         self.bootstrap_ops = self.hooks.bootstrap_ops(self.cluster)
         self._worker_plugins = self.hooks.worker_plugins()
         self.workers_per_node = self.hooks.workers_per_node(spec)
@@ -725,7 +733,7 @@ class Pool:
     async def _start_node(self, index: int, instance: Any, total: int, worker: int = 0) -> NodeHandle:
         setup = NodeSetup(
             image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
-            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(),
+            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
         )
         channel = await self._provider.connect(self.cluster, instance, setup)
         info = attrs.evolve(self._instance_info(index, total), worker=worker, workers_per_node=self.workers_per_node)
