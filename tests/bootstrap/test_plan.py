@@ -33,10 +33,11 @@ def test_plugin_ops_follow_the_image_phases_in_plugin_order() -> None:
     second = _plugin("second", "echo two-a", Op(name="second-b", script="echo two-b"))
     result = sky.plan(image=sky.Image(pip=["attrs"], apt=["git"]), plugins=[first, second])
     assert isinstance(result, Plan)
-    assert [op.name for op in result.ops] == ["first-op", "plugin", "second-b"]
+    # A plain string is an op named after its plugin.
+    assert [op.name for op in result.ops] == ["first-op", "second", "second-b"]
     assert result.image.pip == ("attrs", "six")  # the transform ran
     assert _phase_order(result.script) == [
-        "uv", "venv", "apt", "pip", "env", "skyward", "first-op", "plugin", "second-b",
+        "uv", "venv", "apt", "pip", "env", "skyward", "first-op", "second", "second-b",
     ]
     where = [result.script.index(text) for text in ("echo one", "echo two-a", "echo two-b")]
     assert where == sorted(where)
@@ -75,3 +76,9 @@ def test_plan_with_indexes_scopes_them_to_their_packages() -> None:
     assert '"torch" = { index = "skyward-0" }' in script
     assert 'url = "https://download.pytorch.org/whl/cpu"' in script and "explicit = true" in script
     assert '"six" = {' not in script
+
+
+def test_plan_masks_credential_named_image_env_values() -> None:
+    result = sky.plan(image=sky.Image(env={"DB_PASSWORD": "hunter2-but-longer", "REGION": "eu-west-1"}))
+    assert "export DB_PASSWORD=***" in result.script
+    assert "export REGION=eu-west-1" in result.script

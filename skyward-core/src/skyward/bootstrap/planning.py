@@ -17,6 +17,7 @@ from skyward.bootstrap.ops import Op, as_ops
 from skyward.bootstrap.prepare import bootstrap_secrets
 from skyward.bootstrap.render import render_script
 from skyward.events import mask_secrets
+from skyward.image import env_secrets
 
 __all__ = ["PLAN_WORKDIR", "Plan", "plan"]
 
@@ -28,8 +29,8 @@ PLAN_WORKDIR = "/opt/skyward"
 class Plan:
     """A dry run: the rendered `script`, the `image` after plugin transforms and the plugin `ops`.
 
-    Secrets (the ops' own, and values registered with `skyward.logging.register_secret`, such as
-    `huggingface(token=...)`) read `***` in the script: a plan is for reading, printing and
+    Secrets (the ops' own, values registered with `skyward.logging.register_secret`, such as
+    `huggingface(token=...)`, and credential-named `env` values) read `***` in the script: a plan is for reading, printing and
     pasting into an issue. A pool renders its own script, with the values, for its nodes alone.
     """
 
@@ -72,7 +73,8 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
         )
     includes_dir = f"{PLAN_WORKDIR}/includes" if image.includes else None
     script = render_script(image, ops, workdir=PLAN_WORKDIR, wheels=wheels, includes_dir=includes_dir)
-    return Plan(script=mask_secrets(script.text, bootstrap_secrets(None, ops)), image=image, ops=ops)
+    secrets = (*bootstrap_secrets(None, ops), *env_secrets(image.env))
+    return Plan(script=mask_secrets(script.text, secrets), image=image, ops=ops)
 
 
 def _wheel_file(name: str, version: str) -> str:
