@@ -98,3 +98,24 @@ def test_a_credential_in_image_env_is_masked_in_bootstrap_events_and_errors() ->
     assert token not in str(caught.value) and token not in caught.value.output_tail
     assert any("using ***" in repr(event) for event in seen)
     assert not [event for event in seen if token in repr(event)]
+
+
+def test_a_node_with_several_workers_is_bootstrapped_once(tmp_path: Path) -> None:
+    runs = tmp_path / "op-runs.txt"
+    two = (
+        sky.plugins.Plugin.create("two")
+        .with_workers_per_node(lambda spec: 2)
+        .with_bootstrap(lambda cluster: f"echo ran >> {runs}")
+    )
+    phases: list[str] = []
+    compute = isolated_pool(nodes=1, plugins=[two])
+    compute.on(BootstrapPhase, lambda e: phases.append(f"{e.phase} {e.event}"))
+    with compute as pool:
+        assert len(set(worker_pid() @ pool)) == 2  # both workers run, from the one venv
+    assert runs.read_text().count("ran") == 1
+    assert phases.count("venv started") == 1
+
+
+@sky.function
+def worker_pid() -> int:
+    return os.getpid()

@@ -733,7 +733,7 @@ class Pool:
     async def _start_node(self, index: int, instance: Any, total: int, worker: int = 0) -> NodeHandle:
         setup = NodeSetup(
             image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
-            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
+            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets, worker=worker,
         )
         channel = await self._provider.connect(self.cluster, instance, setup)
         info = attrs.evolve(self._instance_info(index, total), worker=worker, workers_per_node=self.workers_per_node)

@@ -63,6 +63,8 @@ class NodeSetup:
     emit: Callable[[Any], None]
     bootstrap_timeout: float
     secrets: tuple[str, ...] = ()
+    #: Which of the node's workers this is (0 unless a plugin asks for several per node, as mig does).
+    worker: int = 0
 
 
 class ProviderConfig(Protocol):

@@ -26,7 +26,7 @@ import socket
 import sys
 import tempfile
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
@@ -106,6 +106,9 @@ class LocalProvider(Provider):
         self.fork = fork and not isolated and forkserver.available()
         self._server: forkserver.ForkServer | None = None
         self._setup_checked = False
+        #: isolated: each node's bootstrap script, once it ran, and the lock its workers take turns on.
+        self._scripts: dict[int, Any] = {}
+        self._node_locks: dict[int, asyncio.Lock] = {}
 
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
         if self.isolated:
@@ -240,8 +243,13 @@ class LocalProvider(Provider):
 
         workdir = self.node_dir(cluster, instance.node)
         try:
-            runner = LocalRunner()
-            script = await prepare_node(runner, setup, node=instance.node, workdir=workdir, python=None)
+            # One node's workers (several with mig) share its folder: the first bootstraps it and
+            # the others reuse its script instead of running the bootstrap again at the same time.
+            async with self._node_locks.setdefault(instance.node, asyncio.Lock()):
+                script = self._scripts.get(instance.node)
+                if script is None:
+                    script = await prepare_node(LocalRunner(), setup, node=instance.node, workdir=workdir, python=None)
+                    self._scripts[instance.node] = script
             channel = PipeChannel(
                 ["/bin/sh", "-c", script.launch_line(setup.launch)], env=clean_environment(), cwd=workdir
             )

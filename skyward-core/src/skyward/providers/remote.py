@@ -77,7 +77,9 @@ class RemoteNodes:
         self._homes: dict[int, str] = {}
         self._facts: dict[int, tuple[int, float]] = {}
         self._scripts: dict[int, Any] = {}
-        self._pid_files: dict[int, list[str]] = {}
+        self._node_locks: dict[int, asyncio.Lock] = {}
+        #: The pid files of the workers started on each node, by (node, worker on the node).
+        self._pid_files: dict[tuple[int, int], list[str]] = {}
         self._launches = 0
         self._log = structlog.get_logger()
 
@@ -161,21 +163,25 @@ class RemoteNodes:
         from skyward.transport.ssh import SSHChannel, kill_command, worker_command
 
         node = instance.node
-        conn = await self._connection(node, instance)
-        workdir = self.workdir(cluster, node)
-        stale = self._pid_files.pop(node, [])
-        if stale:  # a reconnect: whatever the old connection left must be gone first
-            await conn.run(kill_command(stale), check=False)
-        script = self._scripts.get(node)
-        if script is None or not await _exists(conn, f"{workdir}/env.sh"):
-            script = await self._bootstrap(conn, setup, node, workdir)
-            self._scripts[node] = script
+        # One node's workers (several with mig) start together: the first bootstraps the node,
+        # the others wait for it and reuse its script, instead of running the bootstrap again at
+        # the same time in the same folder.
+        async with self._node_locks.setdefault(node, asyncio.Lock()):
+            conn = await self._connection(node, instance)
+            workdir = self.workdir(cluster, node)
+            stale = self._pid_files.pop((node, setup.worker), [])
+            if stale:  # this worker restarts: whatever its predecessor left must be gone first
+                await conn.run(kill_command(stale), check=False)
+            script = self._scripts.get(node)
+            if script is None or not await _exists(conn, f"{workdir}/env.sh"):
+                script = await self._bootstrap(conn, setup, node, workdir)
+                self._scripts[node] = script
         self._launches += 1
         pid_file = f"{workdir}/worker-{self._launches}.pid"
         command = worker_command(script.launch_line(setup.launch), pid_file=pid_file, cwd=workdir)
         label = f"node {node} ({self._logins.get(node) or Login.of(instance)})"
         channel = await SSHChannel(conn, command, pid_file=pid_file, label=label).open()
-        self._pid_files.setdefault(node, []).append(pid_file)
+        self._pid_files.setdefault((node, setup.worker), []).append(pid_file)
         return channel
 
     async def _bootstrap(self, conn: Connection, setup: NodeSetup, node: int, workdir: str) -> Any:
@@ -213,7 +219,8 @@ class RemoteNodes:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(conn.run(command, check=False), 60)
         self._scripts.pop(node, None)
-        self._pid_files.pop(node, None)
+        for key in [key for key in self._pid_files if key[0] == node]:
+            del self._pid_files[key]
 
     async def close(self) -> None:
         conns, self._conns = list(self._conns.values()), {}
