@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ssh_hosts import SSHHosts, ssh_pool, workers_of
+from ssh_hosts import SSHHosts, processes_of, ssh_pool, workers_of
 
 import skyward as sky
 
@@ -54,3 +54,18 @@ def test_a_package_that_does_not_exist_fails_the_bootstrap_with_its_output(ssh_h
     server = ssh_hosts.servers[1]
     assert workers_of(server.home) == []
     assert not (server.home / ".skyward" / "pools" / compute.name).exists()  # cleaned up after the failure
+
+
+def test_a_node_whose_bootstrap_fails_stops_the_other_nodes_bootstrap(ssh_hosts: SSHHosts) -> None:
+    # node 0 fails at once; node 1 would take a minute.
+    op = 'case "$PWD" in */node-0) echo broken >&2; exit 5;; *) sleep 60; echo slow-done;; esac'
+    plugin = sky.plugins.Plugin.create("setup").with_bootstrap(lambda cluster: op)
+    compute = ssh_pool(ssh_hosts, plugins=[plugin])
+    phases: list[tuple[int, str, str]] = []
+    compute.on(sky.BootstrapPhase, lambda e: phases.append((e.node, e.phase, e.event)))
+    with pytest.raises(sky.BootstrapFailed) as caught:
+        compute.start()
+    assert (caught.value.node, caught.value.phase) == (0, "setup")
+    assert (1, "setup", "completed") not in phases  # stopped, not waited for
+    for server in ssh_hosts.servers:
+        assert processes_of(server.home) == []  # node 1's sleep was killed with its bootstrap

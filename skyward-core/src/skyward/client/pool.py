@@ -674,7 +674,7 @@ class Pool:
         self.bus.emit(ClusterProvisioned(nodes=len(instances), pool=self.name))
         starts = [asyncio.ensure_future(self._start_workers(i, count)) for i in instances]
         needed = spec.nodes.min or count
-        done = 0
+        done = failed = 0
         failure: BaseException | None = None
         for next_done in asyncio.as_completed(starts):
             try:
@@ -682,11 +682,15 @@ class Pool:
                 done += 1
             except Exception as exc:  # noqa: BLE001 - the first failure is raised below
                 failure = failure or exc
-            if done >= needed:
+                failed += 1
+            # Enough nodes, or no longer enough left to reach it: a failed bootstrap stops the
+            # others at once rather than after they finish (paid minutes on a cloud).
+            if done >= needed or len(starts) - failed < needed:
                 break
         if done < needed:
             for pending in starts:
                 pending.cancel()
+            await asyncio.gather(*starts, return_exceptions=True)  # let each cancelled start clean up
             raise failure or RuntimeError("nodes failed to start")
 
     def _bootstrap_timeout(self) -> float:

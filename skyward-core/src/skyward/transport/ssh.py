@@ -305,13 +305,14 @@ class SSHRunner:
             proc.stdin.write(stdin)
         proc.stdin.write_eof()
         done = False
+        work = asyncio.gather(pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr"), proc.wait())
         try:
-            await asyncio.wait_for(
-                asyncio.gather(pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr"), proc.wait()), timeout
-            )
+            await asyncio.wait_for(work, timeout)
             done = True
         finally:
             if not done:
+                if work.done() and not work.cancelled():
+                    work.exception()  # seen: a stopped command's readers ending is not an error to log
                 await self._stop(proc, pid)
         status = proc.exit_status
         return status if status is not None and status >= 0 else 255
