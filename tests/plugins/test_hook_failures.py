@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from plugin_support import entries, recorder
 
 import skyward as sky
 from skyward.plugins import Plugin
@@ -20,18 +21,6 @@ def compute(plugins: list[Plugin], **kwargs: object) -> sky.Pool:
 @sky.function
 def pid() -> int:
     return os.getpid()
-
-
-def logged(path: Path, name: str) -> Plugin:
-    @contextlib.contextmanager
-    def around(info: sky.InstanceInfo):
-        with open(path, "a") as f:
-            f.write(f"enter {name}\n")
-        yield
-        with open(path, "a") as f:
-            f.write(f"exit {name}\n")
-
-    return Plugin.create(name).with_around_app(around)
 
 
 def failing_once(marker: Path) -> Plugin:
@@ -49,15 +38,15 @@ def failing_once(marker: Path) -> Plugin:
 
 def test_an_around_app_that_fails_to_enter_is_named_and_the_plugins_before_it_are_left(tmp_path: Path) -> None:
     log = tmp_path / "app.log"
-    with compute([logged(log, "good"), failing_once(tmp_path / "failed")]) as pool:
+    with compute([recorder(log, "good"), failing_once(tmp_path / "failed")]) as pool:
         with pytest.raises(sky.PluginError, match="'flaky' failed in around_app on entering: RuntimeError: not ready yet"):
             pid() >> pool
-        assert log.read_text().splitlines() == ["enter good", "exit good"]
+        assert entries(log) == ["enter good", "exit good"]
         # The next task sets the whole chain up afresh; from then on it stays entered.
         worker = pid() >> pool
         assert pid() >> pool == worker
-        assert log.read_text().splitlines() == ["enter good", "exit good", "enter good"]
-    assert log.read_text().splitlines() == ["enter good", "exit good", "enter good", "exit good"]
+        assert entries(log) == ["enter good", "exit good", "enter good"]
+    assert entries(log) == ["enter good", "exit good", "enter good", "exit good"]
 
 
 def test_an_around_app_that_fails_on_leaving_is_reported_as_an_error_event() -> None:

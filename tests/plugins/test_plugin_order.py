@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from plugin_support import recorder
 
 import skyward as sky
 from skyward.bootstrap import Op
@@ -37,7 +38,7 @@ def test_bootstrap_ops_are_appended_in_plugin_order() -> None:
         Plugin.create("first").with_bootstrap(lambda cluster: ("echo one", Op("second-op", "echo two"))),
         Plugin.create("second").with_bootstrap(lambda cluster: ("echo three",)),
     ]
-    with compute(plugins) as pool:
+    with pytest.warns(UserWarning, match="runs no bootstrap"), compute(plugins) as pool:
         assert [str(op) for op in pool.bootstrap_ops] == ["echo one", "echo two", "echo three"]
 
 
@@ -56,18 +57,6 @@ def test_around_client_enters_in_order_and_exits_in_reverse() -> None:
     with compute([tracked("a"), tracked("b")]):
         assert log == ["enter a", "enter b"]
     assert log == ["enter a", "enter b", "exit b", "exit a"]
-
-
-def recorder(path: Path, name: str, hook: str = "around_app") -> Plugin:
-    @contextlib.contextmanager
-    def around(info: sky.InstanceInfo):
-        with open(path, "a") as f:
-            f.write(f"enter {name} node={info.node} pid={os.getpid()} tag={os.environ.get('TAG')}\n")
-        yield
-        with open(path, "a") as f:
-            f.write(f"exit {name} node={info.node} pid={os.getpid()}\n")
-
-    return getattr(Plugin.create(name), f"with_{hook}")(around)
 
 
 @sky.function
