@@ -341,3 +341,31 @@ def test_resize_grows_and_shrinks_the_pool(fresh_pool) -> None:
     assert node_index() @ compute == [0]
     assert_pool_works(compute)
     assert [pid_alive(p) for p in pids] == [True, False, False]
+
+
+def test_cancelling_an_async_future_leaves_its_node_and_the_other_tasks_alone() -> None:
+    with local_pool(1) as pool:
+        before = worker_pid() >> pool
+        running = nap(1.0, "kept") > pool
+        queued = nap(0.1, "dropped") > pool  # waits behind the first on the one node
+        assert queued.cancel()
+        assert running.result(timeout=30) == "kept"
+        assert queued.cancelled()
+        assert worker_pid() >> pool == before  # the node was not lost over it
+
+
+def test_waiting_for_a_task_on_the_pools_own_loop_is_refused_with_the_fix() -> None:
+    refused: list[str] = []
+
+    def handler(event: sky.TaskCompleted) -> None:
+        if not refused:
+            try:
+                add(1, 1) >> pool
+            except RuntimeError as exc:
+                refused.append(str(exc))
+
+    with local_pool(1) as pool:
+        pool.on(sky.TaskCompleted, handler)
+        assert (add(1, 2) > pool).result(timeout=30) == 3  # its answer, and the event, come on the loop
+        assert add(2, 2) >> pool == 4  # the pool goes on
+    assert refused and "own event loop" in refused[0] and "pool.run_async" in refused[0]

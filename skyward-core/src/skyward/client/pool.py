@@ -191,8 +191,10 @@ class Pool:
 
     def run_async(self, pending: PendingFunction[Any], *, target: int | str | None = None) -> concurrent.futures.Future[Any]:
         task = self._prepare(pending, target)
-        self._submit([task])
+        self._submit([task], blocking=False)
         assert task.future is not None
+        # A caller that cancels its Future cancels the task: dropped if still queued, else told to stop.
+        task.future.add_done_callback(lambda future: self._call(self._cancel, task) if future.cancelled() else None)
         return task.future
 
     def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
@@ -359,8 +361,16 @@ class Pool:
                 f"{self.name} is {self._state}: dispatch inside its `with sky.Compute(...) as pool:` block"
             )
 
-    def _submit(self, tasks: list[TaskState], call: bool = False) -> None:
-        """Send `tasks`; `call`: this thread waits for the lone task's answer next."""
+    def _submit(self, tasks: list[TaskState], call: bool = False, blocking: bool = True) -> None:
+        """Send `tasks`; `call`: this thread waits for the lone task's answer next. `blocking`:
+        the caller waits for the outcomes, which the pool's own loop thread must never do."""
+        if blocking and self._loop_thread is not None and self._loop_thread.is_current():
+            names = ", ".join(dict.fromkeys(f"{t.name}()" for t in tasks))
+            raise RuntimeError(
+                f"{names} was dispatched and waited for on {self.name}'s own event loop (an event handler "
+                "or a hook runs there), which would wait for ever. Dispatch with `>` (pool.run_async) "
+                "and do not wait for the future there, or hand the work to another thread."
+            )
         if len(tasks) == 1 and self._dispatch_now(tasks[0], call):
             return
         self._call(self._submit_on_loop, tasks)

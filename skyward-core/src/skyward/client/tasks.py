@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import itertools
 import queue
 import threading
@@ -92,7 +94,8 @@ class TaskState:
         if self.stream is not None:
             self.stream.put(_END)
         if self.future is not None:
-            self.future.set_result(value)
+            with contextlib.suppress(concurrent.futures.InvalidStateError):  # the caller cancelled it
+                self.future.set_result(value)
         else:
             self.waiter.completed(self)  # type: ignore[union-attr]
 
@@ -105,7 +108,8 @@ class TaskState:
         if self.stream is not None:
             self.stream.put(_Raised(exc))
         if self.future is not None:
-            self.future.set_exception(exc)
+            with contextlib.suppress(concurrent.futures.InvalidStateError):  # the caller cancelled it
+                self.future.set_exception(exc)
         else:
             self.waiter.completed(self)  # type: ignore[union-attr]
 
