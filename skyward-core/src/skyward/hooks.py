@@ -37,7 +37,9 @@ def _named_exit(plugin: str, manager: Any, exit_: Any) -> Any:
         except Exception as error:
             if error is exc:
                 raise  # the pool's own exception, passed through
-            raise PluginError(f"The plugin {plugin!r} failed in around_client on leaving: {error!r}") from error
+            raise PluginError(
+                f"The plugin {plugin!r} failed in around_client on leaving: {error!r}"
+            ) from error
 
     return leave
 
@@ -112,8 +114,9 @@ class PoolHooks:
             if result is not None:
                 if not isinstance(result, Image):
                     raise PluginError(
-                        f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} from its image transform; "
-                        "return the Image it was given, or a copy (image.with_pip(...), attrs.evolve(image, ...))"
+                        f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} "
+                        "from its image transform; return the Image it was given, or a copy "
+                        "(image.with_pip(...), attrs.evolve(image, ...))"
                     )
                 image = result
         return image
@@ -138,8 +141,9 @@ class PoolHooks:
             if result is not None:
                 if not isinstance(result, LaunchCommand):
                     raise PluginError(
-                        f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} from its launcher; "
-                        "return a LaunchCommand (LaunchCommand(launcher, command.entrypoint, command.args))"
+                        f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} "
+                        "from its launcher; return a LaunchCommand "
+                        "(LaunchCommand(launcher, command.entrypoint, command.args))"
                     )
                 command = result
         return command
@@ -154,14 +158,17 @@ class PoolHooks:
             plugin = _plugin(name)
             if not (hasattr(type(manager), "__enter__") and hasattr(type(manager), "__exit__")):
                 raise PluginError(
-                    f"The plugin {plugin!r} returned a value of type {type(manager).__name__!r} from around_client; return a "
-                    "context manager (decorate the hook with @contextlib.contextmanager and yield once)"
+                    f"The plugin {plugin!r} returned a value of type {type(manager).__name__!r} from "
+                    "around_client; return a context manager (decorate the hook with "
+                    "@contextlib.contextmanager and yield once)"
                 )
             try:
                 exit_ = type(manager).__exit__
                 type(manager).__enter__(manager)
             except Exception as exc:
-                raise PluginError(f"The plugin {plugin!r} failed in around_client on entering: {exc!r}") from exc
+                raise PluginError(
+                    f"The plugin {plugin!r} failed in around_client on entering: {exc!r}"
+                ) from exc
             stack.push(_named_exit(plugin, manager, exit_))
 
     def workers_per_node(self, spec: Any) -> int:

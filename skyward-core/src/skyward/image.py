@@ -47,7 +47,9 @@ def _str_tuple(value: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] 
 
 
 #: Environment variable names whose values are credentials: masked in events, logs and errors.
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|AUTH", re.I)
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|AUTH", re.IGNORECASE
+)
 
 
 def env_secrets(env: dict[str, str]) -> tuple[str, ...]:

@@ -106,7 +106,8 @@ def _collect(pm: pluggy.PluginManager, hook_name: str) -> dict[str, Any]:
         if not isinstance(result, Mapping) or not all(isinstance(key, str) for key in result):
             _report_broken(
                 impl.plugin_name,
-                f"returned {type(result).__name__} from {hook_name}, where a dict of public names is expected",
+                f"returned {type(result).__name__} from {hook_name}, "
+                "where a dict of public names is expected",
             )
             continue
         found.update(result)

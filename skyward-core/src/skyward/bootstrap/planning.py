@@ -30,8 +30,9 @@ class Plan:
     """A dry run: the rendered `script`, the `image` after plugin transforms and the plugin `ops`.
 
     Secrets (the ops' own, values registered with `skyward.logging.register_secret`, such as
-    `huggingface(token=...)`, and credential-named `env` values) read `***` in the script: a plan is for reading, printing and
-    pasting into an issue. A pool renders its own script, with the values, for its nodes alone.
+    `huggingface(token=...)`, and credential-named `env` values) read `***` in the script: a plan
+    is for reading, printing and pasting into an issue. A pool renders its own script, with the
+    values, for its nodes alone.
     """
 
     script: str

@@ -234,7 +234,8 @@ class NodeHandle:
         """A failure of the worker itself rather than of a task: at start, the node's start fails;
         later (a plugin's context failed as the worker left it) it is reported as an `Error`."""
         if self._ready_future is not None and not self._ready_future.done():
-            self._ready_future.set_exception(NodeStartError(f"node {self.index}'s worker failed to start:\n{failure.traceback}"))
+            error = NodeStartError(f"node {self.index}'s worker failed to start:\n{failure.traceback}")
+            self._ready_future.set_exception(error)
             return
         structlog.get_logger().warning("skyward.worker_error", node=self.index, error=failure.message)
         self.emit(Error(message=failure.message, node=self.index, pool=self.pool))

@@ -194,7 +194,9 @@ class Pool:
         self._submit([task], blocking=False)
         assert task.future is not None
         # A caller that cancels its Future cancels the task: dropped if still queued, else told to stop.
-        task.future.add_done_callback(lambda future: self._call(self._cancel, task) if future.cancelled() else None)
+        task.future.add_done_callback(
+            lambda future: self._call(self._cancel, task) if future.cancelled() else None
+        )
         return task.future
 
     def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
@@ -747,7 +749,8 @@ class Pool:
     async def _start_node(self, index: int, instance: Any, total: int, worker: int = 0) -> NodeHandle:
         setup = NodeSetup(
             image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
-            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets, worker=worker,
+            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
+            worker=worker,
         )
         channel = await self._provider.connect(self.cluster, instance, setup)
         info = attrs.evolve(self._instance_info(index, total), worker=worker, workers_per_node=self.workers_per_node)

@@ -248,7 +248,9 @@ class LocalProvider(Provider):
             async with self._node_locks.setdefault(instance.node, asyncio.Lock()):
                 script = self._scripts.get(instance.node)
                 if script is None:
-                    script = await prepare_node(LocalRunner(), setup, node=instance.node, workdir=workdir, python=None)
+                    script = await prepare_node(
+                        LocalRunner(), setup, node=instance.node, workdir=workdir, python=None
+                    )
                     self._scripts[instance.node] = script
             channel = PipeChannel(
                 ["/bin/sh", "-c", script.launch_line(setup.launch)], env=clean_environment(), cwd=workdir

@@ -7,7 +7,6 @@ bare `RuntimeError` from deep inside a plugin would otherwise read like the task
 
 from __future__ import annotations
 
-import functools
 import threading
 from contextlib import AbstractContextManager
 from typing import Any
@@ -22,7 +21,9 @@ def plugin_name(plugin: Any) -> str:
 def hook_failed(plugin: Any, hook: str, exc: BaseException, when: str = "") -> PluginError:
     """The error that says which plugin's hook failed, and how."""
     where = f" {when}" if when else ""
-    return PluginError(f"The plugin {plugin_name(plugin)!r} failed in {hook}{where}: {type(exc).__name__}: {exc}")
+    return PluginError(
+        f"The plugin {plugin_name(plugin)!r} failed in {hook}{where}: {type(exc).__name__}: {exc}"
+    )
 
 
 class AppLifecycle:

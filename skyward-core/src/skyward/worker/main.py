@@ -210,8 +210,8 @@ class Worker:
             if self.slots is not None:
                 # The child loads and decorates the function itself, once per function.
                 self.app.ensure_entered()
-                call_bytes = cloudpickle.dumps((msg.fn_key, self.function_bytes(msg), args, kwargs), protocol=5)
-                ok, value = self.slots.run(task_id, call_bytes)
+                work = (msg.fn_key, self.function_bytes(msg), args, kwargs)
+                ok, value = self.slots.run(task_id, cloudpickle.dumps(work, protocol=5))
                 if ok:
                     self.reply(task_id, msg, value)
                 else:
