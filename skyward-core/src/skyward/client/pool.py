@@ -486,7 +486,7 @@ class Pool:
                 task.fail(PoolClosedError(f"{task.name}() was not run: {self.name} is shutting down"))
             else:
                 self._scheduler.enqueue(task)
-        self._fail_if_no_node_left(self._lost_reason or "every node was lost")
+        self._fail_if_no_node_left()
         self._scheduler.pump()
 
     def _on_dispatch(self, task: TaskState, node: NodeHandle) -> None:
@@ -595,7 +595,6 @@ class Pool:
         if key in self._replacing:
             return
         self._replacing.add(key)
-        failure: Exception | None = None
         try:
             await old.channel.close(timeout=1)
             instance = self._instances[index]
@@ -603,9 +602,8 @@ class Pool:
             self.bus.emit(InstanceReplaced(node=index, old_id=instance.id, new_id=instance.id, pool=self.name))
             del node
         except Exception as exc:  # noqa: BLE001 - report, and fail what waited for this node
-            failure = exc
             self._lost_reason = f"node {index} could not be replaced: {exc}"
-            self.bus.emit(Error(message=f"node {index} could not be replaced: {exc}", fatal=False, node=index, pool=self.name))
+            self.bus.emit(Error(message=self._lost_reason, fatal=False, node=index, pool=self.name))
             # The node is gone for good: later broadcasts and targets must not wait for it.
             others = [n for n in self._scheduler.nodes.values() if n.index == index and n.key != key]
             lost = self._instances.pop(index, None) if not others else None
@@ -619,13 +617,13 @@ class Pool:
                     self._scheduler.enqueue(task)
         finally:
             self._replacing.discard(key)
-            if failure is not None:
-                self._fail_if_no_node_left(f"node {index} could not be replaced: {failure}")
+            self._fail_if_no_node_left()  # nothing to do while a node is left
             self._scheduler.pump()
 
-    def _fail_if_no_node_left(self, why: str) -> None:
+    def _fail_if_no_node_left(self) -> None:
         """Fail every queued task once no node is left and none is being replaced: nothing could
         ever run them, and a caller would wait for ever (loop thread)."""
+        why = self._lost_reason or "every node was lost"
         if self._closing or self._scheduler.nodes or self._replacing or self._instances:
             return
         for task in self._scheduler.drain():

@@ -29,12 +29,11 @@ from skyward.wire import Frame, Kind, encode
 from skyward.worker.capture import OutputPump
 from skyward.worker.channel import WorkerChannel
 from skyward.worker.lifecycle import AppLifecycle, decorate
-from skyward.worker.processes import ProcessSlots, TaskCancelled
+from skyward.worker.processes import FN_CACHE_SIZE, ProcessSlots, TaskCancelled
 from skyward.worker.streams import InputStream, OutputCredits
 from skyward.worker.threads import STOP, Job, TaskThreads
 from skyward.worker.watchdog import Watchdog
 
-FN_CACHE_SIZE = 256
 
 
 class _Running:

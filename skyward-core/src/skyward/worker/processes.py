@@ -21,6 +21,8 @@ import cloudpickle
 
 from skyward.messages import RemoteFailure
 
+#: The most functions a worker (and each executor subprocess) keeps loaded and decorated.
+FN_CACHE_SIZE = 256
 #: How long a child may take to leave its `around_process` contexts before it is killed (seconds).
 GRACE = 10.0
 
@@ -139,7 +141,7 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
                 fn_key, fn_bytes, args, kwargs = cloudpickle.loads(data)
                 call = functions.get(fn_key)
                 if call is None:
-                    if len(functions) >= 256:
+                    if len(functions) >= FN_CACHE_SIZE:
                         functions.clear()
                     call = functions[fn_key] = decorate(cloudpickle.loads(fn_bytes), plugins)
                 result = call(*args, **kwargs)
