@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import pickle
 import random
@@ -22,6 +23,7 @@ from skyward.wire import (
     Frame,
     FrameDecoder,
     Kind,
+    Undecodable,
     check_picklable,
     encode,
     encode_bytes,
@@ -189,6 +191,34 @@ def test_check_picklable_names_what_failed() -> None:
         check_picklable("Argument 0 of f()", threading.Lock())
 
 
+class _FailsToUnpickle:
+    """Pickles fine; unpickling it raises, as a class whose module the reader lacks does."""
+
+    def __reduce__(self):
+        return (_refuse, ("no module named 'elsewhere'",))
+
+
+def _refuse(message: str) -> None:
+    raise ModuleNotFoundError(message)
+
+
+@pytest.mark.parametrize("payload", [_FailsToUnpickle(), [_FailsToUnpickle(), np.zeros(OUT_OF_BAND_MIN)]])
+def test_payload_that_will_not_unpickle_arrives_as_undecodable_and_the_next_frame_decodes(payload) -> None:
+    data = encode_bytes(Kind.TASK, 7, payload) + encode_bytes(Kind.TASK, 8, "fine")
+    (bad, good) = decode_all(data, itertools.repeat(5))
+    assert (bad.kind, bad.id, good.id, good.payload) == (Kind.TASK, 7, 8, "fine")
+    assert isinstance(bad.payload, Undecodable)
+    assert isinstance(bad.payload.error, ModuleNotFoundError)
+
+
+def test_undecodable_explains_what_failed_where_and_the_fix() -> None:
+    error = Undecodable(ModuleNotFoundError("No module named 'mine'")).explain("The arguments of f()", "on the worker")
+    assert isinstance(error, SerializationError)
+    assert str(error).startswith("The arguments of f() could not be unpickled on the worker: ModuleNotFoundError")
+    assert "Image(includes=[...])" in str(error)
+    assert isinstance(error.__cause__, ModuleNotFoundError)
+
+
 def test_header_layout_is_stable() -> None:
     data = encode_bytes(Kind.CANCEL, 123456789, None)
     kind, flags, nbuffers, fid, body_len = struct.unpack_from("<BBHQQ", data)
@@ -310,10 +340,13 @@ def test_segment_is_unlinked_or_freed_once_the_array_is_collected(segments) -> N
 def test_decoder_without_shared_memory_rejects_a_shared_memory_frame(segments) -> None:
     array = np.random.default_rng(0).random(1_000_000)
     parts = offload(encode(Kind.RESULT, 1, array), segments.put, shm.MIN_SIZE)
-    decoder = FrameDecoder(lambda frame: None)  # as over SSH
-    with pytest.raises(ValueError, match="shared-memory"):
-        for part in parts:
-            decoder.feed(part)
+    frames: list[Frame] = []
+    decoder = FrameDecoder(frames.append)  # as over SSH
+    for part in parts:
+        decoder.feed(part)
+    (frame,) = frames
+    assert isinstance(frame.payload, Undecodable)
+    assert "shared-memory" in str(frame.payload.error)
 
 
 def test_descriptor_outside_skyward_folders_is_refused() -> None:

@@ -269,10 +269,43 @@ def _offload_frame(
     return [HEADER.pack(kind, flags, nbuf, fid, body_len) + bytes(table), body, *buffers]
 
 
+class Undecodable:
+    """The payload of a frame that arrived whole but could not be unpickled on this side.
+
+    Typically an object of a class whose module only the sender has. The frame's bounds were read
+    from its header, so the channel is intact: the decoder hands this over in the payload's place
+    and whoever handles the frame answers for it (a task fails with the reason), instead of the
+    reading thread dying with the error and every later frame going unread.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def explain(self, what: str, where: str) -> SerializationError:
+        """The error to report: `what` ("the arguments of f()") could not be unpickled `where`."""
+        error = SerializationError(
+            f"{what} could not be unpickled {where}: {type(self.error).__name__}: {self.error}. "
+            "Every class a task takes or returns must be importable on both sides: define it in the "
+            "script you run (it is shipped by value), ship its module with Image(includes=[...]), or "
+            "install its package on the workers with Image(pip=[...])."
+        )
+        error.__cause__ = self.error
+        return error
+
+    def __repr__(self) -> str:
+        return f"Undecodable({self.error!r})"
+
+
 def decode_body(flags: int, body: bytes | bytearray | memoryview, buffers: Iterable[Any]) -> Any:
-    if flags & FLAG_LZ4:
-        body = lz4.block.decompress(body)
-    return pickle.loads(body, buffers=buffers)
+    """The payload of a frame, or `Undecodable` when it cannot be unpickled here."""
+    try:
+        if flags & FLAG_LZ4:
+            body = lz4.block.decompress(body)
+        return pickle.loads(body, buffers=buffers)
+    except Exception as exc:  # noqa: BLE001 - reported by the frame's handler, see Undecodable
+        return Undecodable(exc)
 
 
 def unpack_buffer(flags: int, data: bytearray) -> bytearray:
@@ -455,11 +488,14 @@ class FrameDecoder:
         entries, raw, body = self._entries, self._buffers, self._body
         self._head = self._entries = self._body = None
         self._buffers = []
-        if flags & FLAG_SHM or any(bflags & FLAG_SHM for _, bflags in entries):
-            payload = self._decode_shared(flags, body, entries, raw)
-        else:
-            buffers = [unpack_buffer(bflags, buf) for (_, bflags), buf in zip(entries, raw, strict=True)]
-            payload = decode_body(flags, body, buffers)
+        try:
+            if flags & FLAG_SHM or any(bflags & FLAG_SHM for _, bflags in entries):
+                payload = self._decode_shared(flags, body, entries, raw)
+            else:
+                buffers = [unpack_buffer(bflags, buf) for (_, bflags), buf in zip(entries, raw, strict=True)]
+                payload = decode_body(flags, body, buffers)
+        except Exception as exc:  # noqa: BLE001 - a buffer that will not unpack or map: see Undecodable
+            payload = Undecodable(exc)
         self._on_frame(Frame(_KINDS.get(kind) or Kind(kind), fid, payload))
 
     def _decode_shared(

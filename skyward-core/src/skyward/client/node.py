@@ -10,7 +10,7 @@ import structlog
 
 from skyward.events import Error, Log, TaskCompleted
 from skyward.messages import RemoteFailure
-from skyward.wire import Frame, Kind, as_kind, encode
+from skyward.wire import Frame, Kind, Undecodable, as_kind, encode
 
 if TYPE_CHECKING:
     from skyward.instance import InstanceInfo
@@ -175,7 +175,9 @@ class NodeHandle:
         """
         if self.sent_now.pop(task.id, None) is None:
             return False
-        if frame.kind is Kind.RESULT:
+        if isinstance(frame.payload, Undecodable):
+            self._fail_undecodable(task, frame)
+        elif frame.kind is Kind.RESULT:
             task.resolve(frame.payload)
             self._completed(task, True)
         else:
@@ -195,7 +197,9 @@ class NodeHandle:
 
     def _on_frame(self, frame: Frame) -> None:
         kind = frame.kind
-        if kind is Kind.RESULT:
+        if isinstance(frame.payload, Undecodable):
+            self._undecodable(frame)
+        elif kind is Kind.RESULT:
             task = self._finish(frame.id)
             if task is not None:
                 task.resolve(frame.payload)
@@ -218,7 +222,7 @@ class NodeHandle:
                 task.stream.put(frame.payload)
         elif kind is Kind.DONE:
             task = self._finish(frame.id)
-            if task is not None:
+            if task is not None and not task.done:  # done: an item failed to arrive (_undecodable)
                 task.resolve(task.collected)
                 self._completed(task, True)
         elif kind is Kind.PULL:
@@ -229,6 +233,35 @@ class NodeHandle:
         elif kind is Kind.READY:
             if self._ready_future is not None and not self._ready_future.done():
                 self._ready_future.set_result(frame.payload)
+
+    def _undecodable(self, frame: Frame) -> None:
+        """A frame whose payload would not unpickle here (see `Undecodable`): the task it answers
+        fails with the reason, and the node goes on serving."""
+        kind = frame.kind
+        if kind is Kind.YIELD:
+            task = self.inflight.get(frame.id)
+            if task is not None and not task.done:
+                self._fail_undecodable(task, frame)
+                self.cancel(task.id)  # its DONE still comes, and frees the slot
+        elif kind is Kind.RESULT or kind is Kind.ERROR or kind is Kind.DONE:
+            task = self._finish(frame.id)
+            if task is not None:
+                self._fail_undecodable(task, frame)
+        elif kind is Kind.READY:
+            if self._ready_future is not None and not self._ready_future.done():
+                error = frame.payload.explain(f"Node {self.index}'s handshake", "here, on the client")
+                self._ready_future.set_exception(error)
+        else:
+            structlog.get_logger().warning(
+                "skyward.frame_undecodable", node=self.index, frame=repr(frame), error=repr(frame.payload.error)
+            )
+
+    def _fail_undecodable(self, task: TaskState, frame: Frame) -> None:
+        what = {Kind.YIELD: "An item yielded by", Kind.ERROR: "The error raised by"}.get(
+            frame.kind, "The return value of"
+        )
+        task.fail(frame.payload.explain(f"{what} {task.name}()", "here, on the client"))
+        self._completed(task, False, "SerializationError")
 
     def _worker_failed(self, failure: RemoteFailure) -> None:
         """A failure of the worker itself rather than of a task: at start, the node's start fails;

@@ -25,7 +25,7 @@ import cloudpickle
 from skyward.errors import SerializationError
 from skyward.messages import Hello, RemoteFailure, StreamRef, TaskMessage
 from skyward.transport import lane
-from skyward.wire import Frame, Kind, encode
+from skyward.wire import Frame, Kind, Undecodable, encode
 from skyward.worker.capture import OutputPump
 from skyward.worker.channel import WorkerChannel
 from skyward.worker.lifecycle import AppLifecycle, decorate
@@ -91,6 +91,8 @@ class Worker:
     def handle(self, frame: Frame) -> Any:
         """Act on one frame, in arrival order; a task is returned for the reading thread to run."""
         kind = frame.kind
+        if isinstance(frame.payload, Undecodable):
+            return self.undecodable(frame)
         if kind is Kind.FUNCTION:
             key, data = frame.payload
             self.fn_bytes[key] = data
@@ -119,6 +121,29 @@ class Worker:
         elif kind is Kind.SHUTDOWN:
             return STOP
         return None
+
+    def undecodable(self, frame: Frame) -> Job | None:
+        """Answer for a frame whose payload would not unpickle here (see `Undecodable`): a task
+        fails with the reason, an input stream ends with it; the worker goes on serving."""
+        payload: Undecodable = frame.payload
+        if frame.kind is Kind.TASK or frame.kind is Kind.CALL:
+            self.running[frame.id] = _Running(call=frame.kind is Kind.CALL)
+            error = payload.explain("The arguments of a task", "on the worker")
+            return Job(functools.partial(self.refuse, frame.id, error))
+        if frame.kind is Kind.ITEM or frame.kind is Kind.END:
+            stream = self.inputs.pop(frame.id, None)
+            if stream is not None:
+                stream.finish(payload.explain("An item of an iterator argument", "on the worker"))
+            return None
+        print(f"skyward: a {frame.kind.name} frame could not be decoded: {payload.error!r}", file=sys.stderr)
+        return None
+
+    def refuse(self, task_id: int, error: BaseException) -> None:
+        """Answer a task that cannot run with `error`, by the path its caller listens on."""
+        try:
+            self.deliver(Kind.ERROR, task_id, RemoteFailure.capture(error))
+        finally:
+            self.running.pop(task_id, None)
 
     def cancel(self, task_id: int) -> None:
         state = self.running.get(task_id)
@@ -371,6 +396,8 @@ def main() -> None:
     if first is None or first.kind is not Kind.HELLO:
         return
     try:
+        if isinstance(first.payload, Undecodable):
+            raise first.payload.explain("The pool's set-up (its plugins, image and options)", "on the worker")
         worker = Worker(channel, pump, first.payload)
     except BaseException as exc:  # noqa: BLE001 - the client reports a failed start
         channel.send(Kind.ERROR, 0, RemoteFailure.capture(exc))
