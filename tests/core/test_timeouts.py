@@ -100,6 +100,38 @@ def test_task_blocked_in_c_gets_its_worker_replaced_and_later_tasks_run(fresh_po
     assert_pool_works(compute)
 
 
+@sky.function
+def record_then_sleep(path: str, seconds: float) -> str:
+    with open(path, "a") as log:
+        log.write("run\n")
+    time.sleep(seconds)
+    return "finished"
+
+
+def test_stuck_task_lets_the_tasks_beside_it_finish_before_its_worker_is_replaced(fresh_pool, tmp_path) -> None:
+    compute = fresh_pool(1, worker=sky.Worker(concurrency=2))
+    before = worker_pid() >> compute
+    runs = tmp_path / "runs"
+    healthy = record_then_sleep(str(runs), 5) > compute  # outlives the timeout and the stuck grace
+    with pytest.raises(TimeoutError):
+        sleep_for(60).with_timeout(1) >> compute
+    assert healthy.result(timeout=30) == "finished"
+    assert runs.read_text().split() == ["run"]  # not killed with the worker halfway and run again
+    assert worker_pid() >> compute != before  # the stuck worker was replaced once it was drained
+    assert wait_until(lambda: not pid_alive(before), timeout=5)
+    assert_pool_works(compute)
+
+
+def test_timed_out_task_that_stops_late_lifts_the_drain_without_a_new_worker(fresh_pool) -> None:
+    compute = fresh_pool(1, worker=sky.Worker(concurrency=2))
+    before = worker_pid() >> compute
+    healthy = sleep_for(6) > compute
+    with pytest.raises(TimeoutError):
+        sleep_for(4).with_timeout(1) >> compute  # blocked in C past the grace, then returns on its own
+    assert healthy.result(timeout=30) == 6
+    assert worker_pid() >> compute == before
+
+
 def test_busy_python_loop_is_cancelled_in_place(fresh_pool) -> None:
     compute = fresh_pool(1)
     before = worker_pid() >> compute

@@ -62,6 +62,9 @@ class NodeHandle:
         #: Where a lone synchronous call's answer comes straight to its caller (Local pipes).
         self.lane: Any = None
         self.stuck: set[int] = set()
+        #: Takes no new task: a stuck task waits for the others to finish before its worker is
+        #: replaced (see `Pool._check_stuck`).
+        self.draining = False
         # Seconds between completions while busy (moving average), and the last completion.
         self._pace: float | None = None
         self._last_done = 0.0
@@ -107,6 +110,8 @@ class NodeHandle:
 
     @property
     def free_slots(self) -> int:
+        if self.draining:
+            return 0
         return self.capacity - len(self.inflight) - len(self.stuck) - len(self.sent_now)
 
     def prefetch(self) -> int:

@@ -555,12 +555,32 @@ class Pool:
             asyncio.get_running_loop().call_later(STUCK_GRACE, self._check_stuck, node, task.id)
 
     def _check_stuck(self, node: NodeHandle, task_id: int) -> None:
-        if task_id in node.stuck and not node.lost and not self._closing:
-            self._log.info("skyward.replacing_stuck_worker", node=node.index, task=task_id)
-            node.lost = True
-            node.ready = False
-            node.channel.kill()
-            self._on_node_lost(node, RuntimeError("a timed-out task did not stop"))
+        """A timed-out task still running after its cancel and `STUCK_GRACE` (blocked in C code,
+        which no cancel reaches) is ended with its worker process, the only way to stop a thread.
+
+        Tasks beside it on the same worker (`Worker(concurrency>1)`) are healthy: the worker is
+        drained first, taking no new task while they finish, and replaced once they have, so none
+        of them is killed halfway and run again. Checked again every `STUCK_GRACE` until then; a
+        stuck task that ends after all lifts the drain.
+        """
+        if node.lost or self._closing:
+            return
+        if task_id not in node.stuck:
+            if node.draining and not node.stuck:
+                node.draining = False
+                self._scheduler.pump()
+            return
+        if node.inflight or node.sent_now:
+            if not node.draining:
+                self._log.info("skyward.draining_stuck_worker", node=node.index, task=task_id)
+                node.draining = True
+            asyncio.get_running_loop().call_later(STUCK_GRACE, self._check_stuck, node, task_id)
+            return
+        self._log.info("skyward.replacing_stuck_worker", node=node.index, task=task_id)
+        node.lost = True
+        node.ready = False
+        node.channel.kill()
+        self._on_node_lost(node, RuntimeError("a timed-out task did not stop"))
 
     def _on_node_lost(self, node: NodeHandle, exc: BaseException | None) -> None:
         if self._closing:
