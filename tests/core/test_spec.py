@@ -249,7 +249,9 @@ def test_spec_without_plugins_survives_pickle() -> None:
 
 
 def test_spec_provider_config_returns_the_given_provider() -> None:
-    provider = object()
+    from skyward.providers.local import Local
+
+    provider = Local(isolated=True)
     assert Spec(provider=provider).provider_config() is provider
 
 
@@ -267,3 +269,22 @@ def test_spec_provider_name_resolves_through_the_registry() -> None:
     from skyward.providers.local import Local
 
     assert Spec(provider="local").provider == Local()
+
+
+def test_provider_class_without_parentheses_becomes_its_default_instance() -> None:
+    from skyward.providers.local import Local
+
+    assert Spec(provider=Local).provider == Local()
+
+
+def test_provider_class_that_needs_settings_names_the_fix() -> None:
+    from skyward.providers.ssh import SSH
+
+    with pytest.raises(ConfigurationError, match=r"Spec\(provider=SSH\): .*hosts.* pass an instance"):
+        Spec(provider=SSH)
+
+
+@pytest.mark.parametrize("value", [5, object(), ["local"]])
+def test_value_that_is_not_a_provider_is_refused_at_construction(value: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"expected a provider such as sky.Local\(\)"):
+        Spec(provider=value)

@@ -185,11 +185,29 @@ def S3Volume(  # noqa: N802 - the older public name, kept callable like a class
 
 
 def _provider(value: object) -> object:
-    """A provider name (``"aws"``) becomes its config object through the plugin registry."""
+    """A provider name (``"aws"``) becomes its config object through the plugin registry, and a
+    provider class written without its parentheses (``provider=sky.Local``) becomes its default
+    instance; anything else that is not a provider config is refused here, at construction,
+    rather than deep inside the pool's start."""
+    if value is None:
+        return None
     if isinstance(value, str):
         from skyward.registry import provider_config  # lazy: discovery loads entry points
 
         return provider_config(value)
+    if isinstance(value, type) and callable(getattr(value, "create", None)):
+        try:
+            return value()
+        except TypeError as exc:
+            raise ConfigurationError(
+                f"Spec(provider={value.__name__}): a provider class needs its settings here ({exc}); "
+                f"pass an instance, e.g. provider=sky.{value.__name__}(...)"
+            ) from None
+    if not callable(getattr(value, "create", None)) or isinstance(value, type):
+        raise ConfigurationError(
+            f"Spec(provider={value!r}): expected a provider such as sky.Local() or sky.SSH(hosts=[...]), "
+            'or its name ("local", "aws"), not a value of type ' + type(value).__name__
+        )
     return value
 
 
