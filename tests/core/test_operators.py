@@ -343,6 +343,24 @@ def test_resize_grows_and_shrinks_the_pool(fresh_pool) -> None:
     assert [pid_alive(p) for p in pids] == [True, False, False]
 
 
+@sky.function
+def place_and_shard(data: list[int]) -> tuple[int, int, int, list[int]]:
+    info = sky.instance_info()
+    return info.node, info.total_nodes, len(info.peers), sky.shard(data)
+
+
+@pytest.mark.parametrize(("before", "after"), [(2, 4), (4, 2)])
+def test_after_a_resize_every_node_knows_its_new_place_and_shards_do_not_overlap(
+    fresh_pool, before: int, after: int
+) -> None:
+    compute = fresh_pool(before)
+    place_and_shard([0]) @ compute  # the workers have run a task in their first place
+    compute.resize(after)
+    places = place_and_shard(list(range(8))) @ compute
+    assert [(node, total, peers) for node, total, peers, _ in places] == [(i, after, after) for i in range(after)]
+    assert sorted(item for *_, part in places for item in part) == list(range(8))
+
+
 def test_cancelling_an_async_future_leaves_its_node_and_the_other_tasks_alone() -> None:
     with local_pool(1) as pool:
         before = worker_pid() >> pool

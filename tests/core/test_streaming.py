@@ -218,3 +218,15 @@ def test_future_of_a_generator_resolves_to_all_its_items(pool: sky.Pool) -> None
 def test_gather_and_map_collect_generator_items_per_call(pool: sky.Pool) -> None:
     assert sky.gather(squares(3), squares(2)) >> pool == ([0, 1, 4], [0, 1])
     assert pool.map(squares.fn, [1, 20])[1] == [i * i for i in range(20)]
+
+
+def test_iterator_argument_to_a_broadcast_is_refused_before_dispatch(pool: sky.Pool) -> None:
+    items = iter(range(10))
+    with pytest.raises(sky.ConfigurationError, match=r"Argument 0 of total\(\) is an iterator .* Pass a list"):
+        total(items) @ pool
+    assert next(items) == 0  # nothing was read from it
+    assert_pool_works(pool)
+
+
+def test_reiterable_argument_to_a_broadcast_reaches_every_node_whole(pool: sky.Pool) -> None:
+    assert total(range(10)) @ pool == [(False, 45)] * pool.current_nodes()

@@ -63,6 +63,7 @@ class Kind(enum.IntEnum):
     PING = 8
     FUNCTION = 9  # client: (key, pickled function) cached by the worker before tasks that use it
     CALL = 10  # client: a TASK whose caller waits for its answer on the reply lane (transport/lane.py)
+    INFO = 11  # client: the node's InstanceInfo changed (the pool was resized); tasks read after see it
 
     READY = 20  # worker: handshake answer (pid, python)
     RESULT = 21  # worker: task `id` returned payload

@@ -13,7 +13,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -203,9 +203,12 @@ class Pool:
         """Run once on every worker (one per node unless a plugin such as mig asks for more);
         results in global worker order, which is node order (a generator's items as a list)."""
         self._require_running()  # a closed pool has no nodes: say so rather than return []
+        keys = self._worker_keys()
+        if len(keys) > 1:
+            _refuse_one_shot_iterators(pending)
         cache: dict[int, tuple[bytes, bytes, bool]] = {}
         waiter = Waiter()
-        tasks = [self._prepare(pending, None, fn_cache=cache, key=key, waiter=waiter) for key in self._worker_keys()]
+        tasks = [self._prepare(pending, None, fn_cache=cache, key=key, waiter=waiter) for key in keys]
         self._submit(tasks)
         return [self._wait(t) for t in tasks]
 
@@ -242,7 +245,13 @@ class Pool:
         return len({n.index for n in self._scheduler.nodes.values() if n.ready})
 
     def resize(self, nodes: int | Any) -> None:
-        """Grow or shrink the pool to `nodes` at runtime."""
+        """Grow or shrink the pool to `nodes` at runtime (the highest node indices go first).
+
+        Every worker learns its new place before its next task: `sky.instance_info()` gives the
+        new `total_nodes` and `peers`, so `sky.shard` splits across all the nodes there are now.
+        Plugins that formed a distributed group at worker start (torch, jax) keep the group they
+        formed; start a new pool to train at a new size.
+        """
         from skyward.spec import normalize_nodes
 
         desired = normalize_nodes(nodes).desired
@@ -807,6 +816,7 @@ class Pool:
             for instance in instances:
                 self._instances[instance.node] = instance
             await asyncio.gather(*(self._start_workers(i, desired) for i in instances))
+            self._announce_places(exclude=set(new))
         elif desired < len(current):
             for index in current[desired:]:
                 instance = self._instances.pop(index)
@@ -819,7 +829,25 @@ class Pool:
                     node.inflight.clear()
                     await node.channel.close(self.options.shutdown_timeout)
                 await self._provider.terminate(self.cluster, [instance])
+            self._announce_places()
             self._scheduler.pump()
+
+    def _announce_places(self, exclude: Collection[int] = ()) -> None:
+        """Tell every worker its new place after a resize (`total_nodes`, `peers`), so
+        `sky.instance_info()` and `sky.shard` in later tasks agree across old and new nodes.
+
+        Sent on each worker's channel ahead of any later task, so every task read after it sees
+        the new place. Nodes in `exclude` were started with it.
+        """
+        total = len(self._instances)
+        for node in list(self._scheduler.nodes.values()):
+            if node.index in exclude or node.lost:
+                continue
+            node.info = attrs.evolve(
+                self._instance_info(node.index, total), worker=node.info.worker,
+                workers_per_node=self.workers_per_node,
+            )
+            node.channel.send(Kind.INFO, 0, node.info)
 
     async def _stop(self, reason: str) -> None:
         self._closing = True
@@ -884,6 +912,31 @@ class Pool:
 
     def __repr__(self) -> str:
         return f"<sky.Pool {self.name} {self._state} nodes={self.current_nodes()}>"
+
+
+def _refuse_one_shot_iterators(pending: PendingFunction[Any]) -> None:
+    """Refuse an iterator argument of a broadcast: it can be read once, so the workers would each
+    get a share of its items, not all of them, where `@` promises each the same call. A list, a
+    range or another re-iterable gives every worker all of it."""
+    if not isinstance(pending, PendingFunction):
+        return  # _prepare names that mistake
+    named = [(f"Argument {i}", v) for i, v in enumerate(pending.args)]
+    named += [(f"Argument {k}=", v) for k, v in pending.kwargs.items()]
+    for label, value in named:
+        if _is_one_shot(value):
+            raise ConfigurationError(
+                f"{label} of {pending.name}() is an iterator ({type(value).__name__}), which can be read "
+                "only once, and `@` runs the call on every worker: they would split its items between "
+                "them. Pass a list or another re-iterable (each worker then reads all of it), or "
+                "dispatch one call per part with `>>` or pool.map."
+            )
+
+
+def _is_one_shot(value: Any) -> bool:
+    try:
+        return isinstance(value, Iterator) and iter(value) is value
+    except Exception:  # noqa: BLE001 - an odd __iter__: not ours to judge
+        return False
 
 
 def _describe(specs: tuple[Any, ...]) -> str:

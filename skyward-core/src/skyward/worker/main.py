@@ -64,6 +64,8 @@ class Worker:
         os.environ.update(hello.env)
         sys.path[:0] = [p for p in hello.sys_path if p not in sys.path]
         runtime.set_instance_info(hello.info)
+        #: This worker's place in the pool: the handshake's, then each INFO's (a resize).
+        self.info = hello.info
         self.plugins = tuple(hello.plugins)
         self.app = AppLifecycle(self.plugins, hello.info)
         self.threads = TaskThreads(hello.concurrency, channel.frames(), self.handle, on_pause=self.flush_held)
@@ -118,6 +120,11 @@ class Worker:
             self.cancel(frame.id)
         elif kind is Kind.PING:
             self.channel.send(Kind.PONG, frame.id, frame.payload)
+        elif kind is Kind.INFO:
+            from skyward import runtime
+
+            self.info = frame.payload
+            runtime.set_instance_info(frame.payload)
         elif kind is Kind.SHUTDOWN:
             return STOP
         return None
