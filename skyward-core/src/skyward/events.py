@@ -52,6 +52,7 @@ __all__ = [
     "Log",
     "Metric",
     "NodeLost",
+    "PoolResized",
     "NodeReady",
     "ShutdownRequested",
     "TaskCompleted",
@@ -205,6 +206,15 @@ class NodeReady(Event):
 
     node: int
     instance: InstanceInfo | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PoolResized(Event):
+    """The pool changed size: `pool.resize(...)`, or an elastic pool's autoscaler (`reason` says why)."""
+
+    nodes: int
+    previous: int
+    reason: str = ""
 
 
 @attrs.frozen(kw_only=True)

@@ -94,6 +94,7 @@ class NodeHandle:
         if answer.get("reply_lane"):
             self.lane = self.channel.enable_lane()
         self.ready = True
+        self._last_done = self._loop.time()  # idle from now (see idle_for)
         return answer
 
     def start_pings(self, interval: float) -> None:
@@ -113,6 +114,13 @@ class NodeHandle:
         if self.draining:
             return 0
         return self.capacity - len(self.inflight) - len(self.stuck) - len(self.sent_now)
+
+    def idle_for(self, now: float) -> float:
+        """Seconds this node has had nothing to run (0 while it runs a task): an elastic pool
+        gives back nodes that idle long enough (`Options.autoscale_idle_timeout`)."""
+        if self.inflight or self.sent_now or self.stuck or not self.ready:
+            return 0.0
+        return now - self._last_done
 
     def prefetch(self) -> int:
         """Tasks of a `map` this node may hold beyond its slots (see `PREFETCH_HORIZON`).

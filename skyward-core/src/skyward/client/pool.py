@@ -21,6 +21,7 @@ import structlog
 
 from skyward import registry
 from skyward.client import active
+from skyward.client.autoscaler import Autoscaler, Load
 from skyward.client.loop import LoopThread
 from skyward.client.node import NodeHandle
 from skyward.client.scheduler import Scheduler
@@ -40,6 +41,7 @@ from skyward.events import (
     InstanceProvisioned,
     InstanceReplaced,
     NodeLost,
+    PoolResized,
     NodeReady,
     TaskRetried,
     TaskStarted,
@@ -91,6 +93,12 @@ class Pool:
         self._owns_loop = True
         self._scheduler = Scheduler(self._on_dispatch)
         self._sweeper: asyncio.TimerHandle | None = None
+        #: Elastic pools only (`nodes=(2, 8)`): sizes the pool to its load every tick.
+        self._autoscaler: Autoscaler | None = None
+        self._autoscale_timer: asyncio.TimerHandle | None = None
+        self._scaling: asyncio.Task[None] | None = None
+        #: One size change at a time: `pool.resize` and the autoscaler both take it.
+        self._resize_lock = asyncio.Lock()
         self._state = "new"
         self._closing = False
         self._token: Any = None
@@ -677,6 +685,7 @@ class Pool:
                 await self._stop("fallback")
                 self._closing = False
         self.bus.emit(ClusterReady(nodes=self.current_nodes(), seconds=time.monotonic() - started, pool=self.name))
+        self._start_autoscaler()
 
     def _specs_in_selection_order(self) -> list[Any]:
         """`selection="first"`: as written; `"cheapest"`: by the providers' hourly price, unknown last."""
@@ -808,15 +817,29 @@ class Pool:
         self._scheduler.pump()
         return node
 
-    async def _resize(self, desired: int) -> None:
+    async def _resize(self, desired: int, reason: str = "pool.resize()") -> None:
+        async with self._resize_lock:
+            previous = len(self._instances)
+            await self._resize_unlocked(desired)
+            if len(self._instances) != previous:
+                self.bus.emit(PoolResized(nodes=len(self._instances), previous=previous, reason=reason, pool=self.name))
+
+    async def _resize_unlocked(self, desired: int) -> None:
         current = sorted(self._instances)
         if desired > len(current):
             new = list(range(max(current, default=-1) + 1, max(current, default=-1) + 1 + desired - len(current)))
             instances = await self._provider.provision(self.cluster, new)
             for instance in instances:
                 self._instances[instance.node] = instance
-            await asyncio.gather(*(self._start_workers(i, desired) for i in instances))
-            self._announce_places(exclude=set(new))
+            starts = await asyncio.gather(*(self._start_workers(i, desired) for i in instances), return_exceptions=True)
+            failed = [(i, error) for i, error in zip(instances, starts, strict=True) if isinstance(error, BaseException)]
+            if failed:
+                # A node that did not start is given back: no half-started machine stays billed,
+                # and broadcasts do not wait for it.
+                await self._give_back([i for i, _ in failed])
+            self._announce_places(exclude={i.node for i in instances})
+            if failed:
+                raise failed[0][1]
         elif desired < len(current):
             for index in current[desired:]:
                 instance = self._instances.pop(index)
@@ -830,6 +853,82 @@ class Pool:
                     await node.channel.close(self.options.shutdown_timeout)
                 await self._provider.terminate(self.cluster, [instance])
             self._announce_places()
+            self._scheduler.pump()
+
+    async def _give_back(self, instances: list[Any]) -> None:
+        """Drop `instances` from the pool: their workers closed, the machines terminated."""
+        for instance in instances:
+            self._instances.pop(instance.node, None)
+            for node in [n for n in list(self._scheduler.nodes.values()) if n.index == instance.node]:
+                del self._scheduler.nodes[node.key]
+                node.lost = True
+                await node.channel.close(timeout=1)
+        with contextlib.suppress(Exception):
+            await self._provider.terminate(self.cluster, instances)
+
+    # -- elastic pools ---------------------------------------------------------------------------------
+
+    def _start_autoscaler(self) -> None:
+        """Size an elastic pool (`nodes=(2, 8)`, `Nodes(max=...)`) to its load from now on."""
+        nodes = self.spec.nodes
+        if nodes.max is None or nodes.ceiling <= nodes.floor:
+            return
+        options = self.options
+        self._autoscaler = Autoscaler(floor=nodes.floor, ceiling=nodes.ceiling, cooldown=options.autoscale_cooldown)
+        self._autoscale_timer = asyncio.get_running_loop().call_later(self._autoscale_interval(), self._autoscale_tick)
+
+    def _autoscale_interval(self) -> float:
+        """How often the load is sampled: the reconcile tick, or sooner when the cooldown or the
+        idle timeout is shorter, so neither is overshot by more than half of itself."""
+        options = self.options
+        periods = [options.reconcile_tick_interval, options.autoscale_idle_timeout / 2]
+        if options.autoscale_cooldown > 0:
+            periods.append(options.autoscale_cooldown / 2)
+        return max(0.05, min(periods))
+
+    def _autoscale_tick(self) -> None:
+        self._autoscale_timer = None
+        if self._closing or self._autoscaler is None:
+            return
+        loop = asyncio.get_running_loop()
+        if not self._scaling and not self._replacing and not self._resize_lock.locked():
+            now = loop.time()
+            load = self._load(now)
+            target = self._autoscaler.target(load, now)
+            if target != load.nodes:
+                self._scaling = loop.create_task(self._autoscale(load, target))
+        self._autoscale_timer = loop.call_later(self._autoscale_interval(), self._autoscale_tick)
+
+    def _load(self, now: float) -> Load:
+        per = self.workers_per_node
+        idle_after = self.options.autoscale_idle_timeout
+        idle_tail = 0
+        for index in sorted(self._instances, reverse=True):
+            handles = [n for n in self._scheduler.nodes.values() if n.index == index]
+            if len(handles) < per or any(n.idle_for(now) < idle_after for n in handles):
+                break
+            idle_tail += 1
+        waiting, queued = self._scheduler.backlog()
+        return Load(
+            nodes=len(self._instances), waiting=waiting, queued=queued,
+            slots_per_node=(self.worker.concurrency + self.worker.buffer) * per, idle_tail=idle_tail,
+        )
+
+    async def _autoscale(self, load: Load, target: int) -> None:
+        assert self._autoscaler is not None
+        if target > load.nodes:
+            reason = f"autoscale: {load.waiting} task(s) waiting"
+        else:
+            reason = f"autoscale: idle for {self.options.autoscale_idle_timeout:g}s"
+        self._log.info("skyward.autoscale", nodes=load.nodes, target=target, reason=reason)
+        try:
+            await self._resize(target, reason)
+        except Exception as exc:  # noqa: BLE001 - the pool goes on at its size; said, and tried again later
+            message = f"autoscaling from {load.nodes} to {target} node(s) failed: {exc}"
+            self.bus.emit(Error(message=message, fatal=False, pool=self.name))
+        finally:
+            self._autoscaler.changed(asyncio.get_running_loop().time())
+            self._scaling = None
             self._scheduler.pump()
 
     def _announce_places(self, exclude: Collection[int] = ()) -> None:
@@ -854,6 +953,13 @@ class Pool:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
+        if self._autoscale_timer is not None:
+            self._autoscale_timer.cancel()
+            self._autoscale_timer = None
+        if self._scaling is not None:
+            # Stopped where it is: whatever it has added by now is in `_instances`, terminated below.
+            self._scaling.cancel()
+            await asyncio.gather(self._scaling, return_exceptions=True)
         for task in self._scheduler.drain():
             task.fail(PoolClosedError(f"{task.name}() was not run: {self.name} shut down ({reason or 'exit'})"))
         nodes = list(self._scheduler.nodes.values())

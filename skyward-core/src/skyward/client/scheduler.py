@@ -40,6 +40,11 @@ class Scheduler:
         """Whether tasks wait for a slot (readable from any thread)."""
         return bool(self._queue)
 
+    def backlog(self) -> tuple[int, int]:
+        """Queued tasks: how many may run on any node, and how many in all (pinned ones too)."""
+        queue = self._queue
+        return sum(1 for task in queue if task.target is None), len(queue)
+
     def drain(self) -> list[TaskState]:
         tasks = list(self._queue)
         self._queue.clear()
