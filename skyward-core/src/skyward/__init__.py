@@ -34,7 +34,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "skyward.errors": (
         "BootstrapFailed", "ConfigurationError", "HostKeyError", "MissingPackageError", "NodeLostError",
         "NoActivePoolError", "PluginError", "PoolClosedError", "RemoteError", "SerializationError",
-        "SkywardError",
+        "SkywardError", "TaskProcessError",
     ),
     "skyward.events": (
         "BootstrapCommand", "BootstrapConsole", "BootstrapError", "BootstrapPhase", "BootstrapRequested",
@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         RemoteError,
         SerializationError,
         SkywardError,
+        TaskProcessError,
     )
     from skyward.events import (
         BootstrapCommand,
@@ -171,7 +172,8 @@ __all__ = [
     "NoActivePoolError", "NodeLost", "NodeLostError", "NodeReady", "Nodes", "Options", "PeerInfo",
     "PendingCompute", "PendingFunction", "PendingFunctionGroup", "PipIndex", "Plugin", "PluginError", "Pool",
     "PoolClosedError", "PoolResized", "RemoteError", "RemoteFunction", "S3Volume", "SerializationError", "Session",
-    "ShutdownRequested", "SkywardError", "Spec", "TaskCompleted", "TaskRetried", "TaskStarted", "Volume",
+    "ShutdownRequested", "SkywardError", "Spec", "TaskCompleted", "TaskProcessError", "TaskRetried",
+    "TaskStarted", "Volume",
     "Worker", "accelerators", "plugins", "compute", "function", "gather", "instance_info", "is_head", "plan", "pool",
     "redirect_output", "shard", "silent", "stderr", "stdout", "time",
 ]

@@ -43,6 +43,21 @@ class PoolClosedError(SkywardError, RuntimeError):
     """A task was dispatched to a pool that is not running."""
 
 
+class TaskProcessError(SkywardError, RuntimeError):
+    """A task's executor subprocess (`Worker(executor="process")`) ended while it ran the task.
+
+    It exited (`os._exit`, a C library calling `exit`) or was killed by a signal (the kernel's
+    out-of-memory killer, a segfault in native code). No exception was raised in the task, so there
+    is nothing of its own to re-raise; the message says how the process ended. `exitcode` is the
+    process's exit status, negative for a signal (`-9` is SIGKILL), as in `multiprocessing`. The
+    task is not retried (a crash usually repeats); the node keeps serving with a fresh subprocess.
+    """
+
+    def __init__(self, message: str, exitcode: int | None = None) -> None:
+        super().__init__(message)
+        self.exitcode = exitcode
+
+
 class MissingPackageError(SkywardError, ImportError):
     """A public name needs a distribution that is not installed; the message names the pip command."""
 

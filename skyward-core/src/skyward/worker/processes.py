@@ -7,18 +7,24 @@ the rest of the node. With `reuse_processes=False` every task gets a fresh child
 A child that is done with (the worker shuts down, or `reuse_processes=False`) is told so by the
 end of its pipe and exits by itself, leaving its `around_process` contexts; only a child that does
 not exit within `GRACE` seconds is killed.
+
+A child that ends by itself in the middle of a task (`os._exit`, a segfault, the out-of-memory
+killer) fails that task with a `TaskProcessError` saying how it ended, and its slot gets a fresh
+child; only a child this worker killed (a cancel, a timeout, shutdown) stands for `TaskCancelled`.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import signal
 import sys
 import threading
 from typing import Any
 
 import cloudpickle
 
+from skyward.errors import TaskProcessError
 from skyward.messages import RemoteFailure
 
 #: The most functions a worker (and each executor subprocess) keeps loaded and decorated.
@@ -38,6 +44,9 @@ class _Slot:
         self.process = ctx.Process(target=_child_main, args=(child, init_bytes), daemon=True)
         self.process.start()
         child.close()
+        #: Set (under the slots' lock) before this worker kills the child on purpose, so the task's
+        #: thread can tell a cancel from a child that died by itself.
+        self.cancelled = False
 
     def kill(self) -> None:
         if self.process.is_alive():
@@ -67,6 +76,7 @@ class ProcessSlots:
         self._by_task: dict[int, _Slot] = {}
         self._all: set[_Slot] = set()
         self._lock = threading.Lock()
+        self._closing = False
 
     def run(self, task_id: int, call_bytes: bytes) -> tuple[bool, Any]:
         """Run a pickled `(fn_key, fn_bytes, args, kwargs)` in a slot (the function's own pickle,
@@ -81,7 +91,11 @@ class ProcessSlots:
             healthy = True
             return ok, value
         except (EOFError, OSError) as exc:
-            raise TaskCancelled(f"the task's subprocess ended ({exc or 'killed'})") from None
+            with self._lock:
+                cancelled = slot.cancelled or self._closing
+            if cancelled:
+                raise TaskCancelled(f"the task's subprocess was stopped ({exc or 'killed'})") from None
+            raise _died(slot) from None
         finally:
             with self._lock:
                 self._by_task.pop(task_id, None)
@@ -99,14 +113,16 @@ class ProcessSlots:
     def cancel(self, task_id: int) -> bool:
         with self._lock:
             slot = self._by_task.get(task_id)
-        if slot is None:
-            return False
+            if slot is None:
+                return False
+            slot.cancelled = True
         slot.process.kill()
         return True
 
     def close(self) -> None:
         """Retire every child at once (each leaves its contexts meanwhile), then wait for each."""
         with self._lock:
+            self._closing = True  # a task still waiting on its child is stopped, not crashed
             slots = list(self._all)
         for slot in slots:
             slot.conn.close()
@@ -118,6 +134,45 @@ class ProcessSlots:
         with self._lock:
             self._all.add(slot)
         return slot
+
+
+def _died(slot: _Slot) -> TaskProcessError:
+    """The error for a task whose child ended by itself: how it ended, and what usually does that.
+
+    The child's end of the pipe closes only when it exits, so it is gone or about to be; it is
+    waited for briefly to read its exit status, and killed if it somehow lingers.
+    """
+    process = slot.process
+    process.join(timeout=5)
+    if process.is_alive():
+        process.kill()
+        process.join(timeout=5)
+    code = process.exitcode
+    where = f'The task\'s subprocess (pid {process.pid}, Worker(executor="process"))'
+    if code is not None and code < 0:
+        try:
+            name = f"{signal.Signals(-code).name} ({-code})"
+        except ValueError:
+            name = str(-code)
+        cause = {
+            signal.SIGKILL: "; on Linux that is often the out-of-memory killer (see `dmesg`): give the "
+            "task less data at once or the node more memory",
+            signal.SIGSEGV: "; that is a crash in native code (a C extension or a library it loads)",
+            signal.SIGABRT: "; that is usually a native library aborting after an internal error",
+        }.get(-code, "")
+        what = f"was killed by signal {name} while running it{cause}"
+    elif code is not None:
+        what = (
+            f"exited with code {code} while running it, without returning a result (os._exit(), or "
+            "a C library calling exit())"
+        )
+    else:
+        what = "ended while running it, for a reason it did not report"
+    return TaskProcessError(
+        f"{where} {what}. The task was not retried; the node goes on serving tasks with a fresh "
+        "subprocess.",
+        exitcode=code,
+    )
 
 
 def _child_main(conn: Any, init_bytes: bytes) -> None:
