@@ -98,6 +98,37 @@ def missing_packages(requirements: tuple[str, ...]) -> list[str]:
     return missing
 
 
+def machine_resources() -> tuple[int, float]:
+    """(CPUs this process may run on, physical memory in GB) of this machine; (0, 0.0) where unknown.
+
+    CPUs are the scheduler's affinity set where there is one (Linux: a container or `taskset` limits
+    it below `os.cpu_count()`), memory is the physical total in GiB, one decimal, the same unit an
+    SSH host reports from `/proc/meminfo`.
+    """
+    getaffinity = getattr(os, "sched_getaffinity", None)  # Linux; macOS has only the count
+    try:
+        vcpus = len(getaffinity(0)) if getaffinity is not None else os.cpu_count() or 0
+    except OSError:
+        vcpus = os.cpu_count() or 0
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # not every platform names both
+        memory = _meminfo_total()
+    return vcpus, round(memory / 1024**3, 1) if memory > 0 else 0.0
+
+
+def _meminfo_total() -> int:
+    """MemTotal from /proc/meminfo in bytes, 0 where there is no such file."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 class LocalProvider(Provider):
     name = "local"
 
@@ -154,7 +185,16 @@ class LocalProvider(Provider):
             )
 
     async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
-        return [Instance(id=f"{cluster.id}-local-{i}", node=i, instance_type="process") for i in nodes]
+        # Every node is this machine, so each reports its figures (`instance_info().vcpus` and
+        # `.memory_gb`, which a task may size its work by), as an SSH host reports its own.
+        vcpus, memory_gb = machine_resources()
+        return [
+            Instance(
+                id=f"{cluster.id}-local-{i}", node=i, instance_type="process", vcpus=vcpus,
+                memory_gb=memory_gb,
+            )
+            for i in nodes
+        ]
 
     def python_bin(self, cluster: Cluster) -> str:
         if self.isolated:
