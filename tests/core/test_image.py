@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+from pathlib import Path
 
 import cloudpickle
 import pytest
@@ -25,11 +26,13 @@ def test_default_image_is_a_plain_image() -> None:
     assert Image() == DEFAULT_IMAGE
 
 
-def test_image_turns_lists_into_tuples() -> None:
+def test_image_turns_lists_into_tuples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "src").mkdir()
+    monkeypatch.chdir(tmp_path)
     image = Image(pip=["torch", "numpy"], apt=["ffmpeg"], includes=["./src"], excludes=["*.pyc"])
     assert image.pip == ("torch", "numpy")
     assert image.apt == ("ffmpeg",)
-    assert image.includes == ("./src",)
+    assert image.includes == (str(tmp_path / "src"),)  # resolved when built: see test_image_includes.py
     assert image.excludes == ("*.pyc",)
 
 

@@ -96,6 +96,36 @@ def _env_dict(field: str) -> Any:
     return convert
 
 
+def _includes(value: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None) -> tuple[str, ...]:
+    """Converter for ``includes``: each path made absolute and checked to exist, here and now.
+
+    Includes are read on the client when the pool starts (`sky.Local()` puts them on the workers'
+    ``PYTHONPATH``, a remote provider copies them up after provisioning). Resolving them here, against
+    the directory the image is built in, means a later ``os.chdir`` cannot change what they name, and a
+    path that does not exist fails on the line that wrote it instead of at start, or after paying for a
+    machine, or not at all (a task's ``import`` failing on the worker).
+    """
+    resolved: list[str] = []
+    for item in _str_tuple(value):
+        path = os.path.abspath(os.path.expanduser(item))
+        if not os.path.exists(path):
+            if os.path.isabs(os.path.expanduser(item)):
+                where, fix = "", "fix the path, or leave it out"
+            else:
+                where = f" (a relative path starts in the current directory, {os.getcwd()})"
+                fix = (
+                    "fix the path, or make it absolute so it does not depend on where the script runs, "
+                    'e.g. str(Path(__file__).parent / "src")'
+                )
+            raise ConfigurationError(
+                f"Image(includes=[{item!r}]): {path} does not exist{where}. Includes name local folders "
+                f"or .py files to ship to the workers: {fix}."
+            )
+        if path not in resolved:
+            resolved.append(path)
+    return tuple(resolved)
+
+
 def _python(value: object) -> str:
     if isinstance(value, float):
         raise ConfigurationError(
@@ -191,6 +221,8 @@ class Image:
     ``python="auto"`` means the client's own ``major.minor``, so pickled code meets the same
     bytecode version on the other side. ``metrics`` is opaque here: ``"default"`` asks for the
     metrics module's default set, ``None`` disables metrics, anything else is passed through.
+    ``includes`` are stored as absolute paths, resolved (``~`` and relative paths against the
+    current directory) and checked to exist when the image is built.
     """
 
     python: str = attrs.field(default="auto", converter=_python, validator=_check_python)
@@ -199,7 +231,7 @@ class Image:
     apt: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     env: dict[str, str] = attrs.field(factory=dict, converter=_env_dict("env"), hash=False, repr=_env_repr)
     shell_vars: dict[str, str] = attrs.field(factory=dict, converter=_env_dict("shell_vars"), hash=False)
-    includes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    includes: tuple[str, ...] = attrs.field(default=(), converter=_includes)
     excludes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     skyward_source: str = attrs.field(default="auto", validator=_check_source)
     metrics: object = attrs.field(default=DEFAULT_METRICS, converter=_metrics)
