@@ -95,6 +95,8 @@ class PendingFunctionGroup:
             return attrs.evolve(self, items=(*self.items, *other.items))
         if isinstance(other, PendingFunction):
             return attrs.evolve(self, items=(*self.items, other))
+        if isinstance(other, RemoteFunction):
+            raise other._not_called("&")
         raise TypeError(f"& combines pending calls, not {type(other).__name__}: call the @sky.function first")
 
     def __rshift__(self, target: Any) -> Any:
@@ -137,6 +139,34 @@ class RemoteFunction(Generic[R]):
         if obj is None:
             return self
         return functools.partial(self.__call__, obj)
+
+    # The operators belong to the pending call, not to the function: `work >> pool` (parentheses
+    # forgotten) would otherwise fail with Python's bare "unsupported operand type(s)" message.
+    def __rshift__(self, target: Any) -> Any:
+        raise self._not_called(">>")
+
+    def __matmul__(self, target: Any) -> Any:
+        raise self._not_called("@")
+
+    def __gt__(self, target: Any) -> Any:
+        raise self._not_called(">")
+
+    def __and__(self, other: Any) -> Any:
+        raise self._not_called("&")
+
+    def __rand__(self, other: Any) -> Any:
+        raise self._not_called("&")
+
+    def _not_called(self, op: str) -> TypeError:
+        name = getattr(self.fn, "__name__", "fn")
+        if op == "&":
+            what, example = "groups calls", f"({name}(...) & other(...)) >> pool"
+        else:
+            what, example = "dispatches a call", f"{name}(...) {op} pool"
+        return TypeError(
+            f"{op} {what}, and {name} is the @sky.function itself, not a call of it: call it with its "
+            f"arguments first, {example} (calling it runs nothing until an operator sends it)."
+        )
 
     def __repr__(self) -> str:
         return f"<sky.function {getattr(self.fn, '__qualname__', self.fn)}>"
