@@ -47,8 +47,14 @@ _ALLOCATION_ALIASES = {"always-spot": "spot"}
 ARCHITECTURES: tuple[str, ...] = ("x86_64", "arm64")
 _ARCHITECTURE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "aarch64": "arm64", "arm": "arm64"}
 
-#: Mount points that would hide the system or Skyward's own files on the worker.
-_RESERVED_MOUNTS = ("/", "/opt", "/opt/skyward", "/root", "/tmp")
+#: Mount points that would hide the system or Skyward's own files on the worker: these folders
+#: themselves (a folder of your own below them is fine, e.g. /opt/models or /home/me/data)...
+_RESERVED_MOUNTS = ("/", "/home", "/opt", "/root", "/tmp", "/var")
+#: ...and these with everything below them: the system's own trees, and Skyward's.
+_RESERVED_TREES = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt/skyward", "/proc",
+    "/run", "/sbin", "/sys", "/usr",
+)
 
 
 def _is_count(value: object) -> bool:
@@ -139,17 +145,37 @@ def normalize_nodes(value: int | tuple[int, int] | list[int] | Nodes) -> Nodes:
     )
 
 
-def _check_mount(instance: Volume, attribute: attrs.Attribute[str], value: str) -> None:
+def _mount(value: object) -> str:
+    """Converter for ``Volume.mount``: an absolute path, stored normalised, that hides nothing.
+
+    The mount point is a path on the worker, used as written by the mount command, so it is checked
+    in the one spelling every consumer sees: ``/data/`` and ``/data//`` become ``/data``. A ``..``
+    is refused rather than resolved (``/data/../etc`` is almost certainly not what was meant), and
+    ``//root`` is not a way past the reserved list (POSIX keeps a leading ``//``, so ``normpath``
+    alone would).
+    """
     if not isinstance(value, str) or not value.startswith("/"):
         raise ConfigurationError(
             f'Volume(mount={value!r}): the mount point must be an absolute path; pass e.g. mount="/data"'
         )
-    path = posixpath.normpath(value)
-    if path in _RESERVED_MOUNTS or path.startswith("/opt/skyward/"):
+    if any(ord(ch) < 32 for ch in value):
+        raise ConfigurationError(
+            f"Volume(mount={value!r}): the mount point contains a control character (a newline or a "
+            'tab?); pass a plain path, e.g. mount="/data"'
+        )
+    if ".." in value.split("/"):
+        raise ConfigurationError(
+            f"Volume(mount={value!r}): a mount point cannot go up with '..'; write the folder it means, "
+            'e.g. mount="/data"'
+        )
+    path = "/" + posixpath.normpath(value).lstrip("/")
+    inside_tree = any(path == tree or path.startswith(tree + "/") for tree in _RESERVED_TREES)
+    if path in _RESERVED_MOUNTS or inside_tree:
         raise ConfigurationError(
             f"Volume(mount={value!r}): {path} is reserved on workers (system or Skyward files would be "
             'hidden); mount somewhere of your own, e.g. mount="/data"'
         )
+    return path
 
 
 def _check_bucket(instance: Volume, attribute: attrs.Attribute[str], value: str) -> None:
@@ -164,11 +190,14 @@ def _check_bucket(instance: Volume, attribute: attrs.Attribute[str], value: str)
 class Volume:
     """A bucket mounted as a directory on every worker (FUSE), read-only unless asked otherwise.
 
+    ``mount`` is an absolute path, stored normalised (``/data/`` is ``/data``); it may not hide the
+    system or Skyward (``/``, ``/root``, ``/home``, ``/tmp``, ``/var``, ``/opt``, ``/opt/skyward`` and
+    below, ``/etc``, ``/usr``, ``/bin`` and the other system trees and what is below them).
     ``storage`` overrides the object store; ``None`` lets the provider pick its own (S3 on AWS...).
     """
 
     bucket: str = attrs.field(validator=_check_bucket)
-    mount: str = attrs.field(validator=_check_mount)
+    mount: str = attrs.field(converter=_mount)
     prefix: str = ""
     read_only: bool = True
     storage: object | None = None
