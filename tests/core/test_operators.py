@@ -349,11 +349,11 @@ def place_and_shard(data: list[int]) -> tuple[int, int, int, list[int]]:
     return info.node, info.total_nodes, len(info.peers), sky.shard(data)
 
 
-@pytest.mark.parametrize(("before", "after"), [(2, 4), (4, 2)])
+@pytest.mark.parametrize(("before", "after", "executor"), [(2, 4, "thread"), (4, 2, "thread"), (2, 3, "process")])
 def test_after_a_resize_every_node_knows_its_new_place_and_shards_do_not_overlap(
-    fresh_pool, before: int, after: int
+    fresh_pool, before: int, after: int, executor: str
 ) -> None:
-    compute = fresh_pool(before)
+    compute = fresh_pool(before, worker=sky.Worker(executor=executor))
     place_and_shard([0]) @ compute  # the workers have run a task in their first place
     compute.resize(after)
     places = place_and_shard(list(range(8))) @ compute

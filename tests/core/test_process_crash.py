@@ -112,7 +112,7 @@ def _exit_nine() -> None:
 
 def _run_in_slot(slots: ProcessSlots, task_id: int, fn: Callable[[], None]) -> Future[tuple[bool, object]]:
     data = cloudpickle.dumps(fn)
-    work = cloudpickle.dumps((function_key(data), data, (), {}), protocol=5)
+    work = cloudpickle.dumps((function_key(data), data, (), {}, None), protocol=5)
     future: Future[tuple[bool, object]] = Future()
 
     def run() -> None:

@@ -241,7 +241,8 @@ class Worker:
             if self.slots is not None:
                 # The child loads and decorates the function itself, once per function.
                 self.app.ensure_entered()
-                work = (msg.fn_key, self.function_bytes(msg), args, kwargs)
+                place = self.info if self.info is not self.hello.info else None  # after a resize
+                work = (msg.fn_key, self.function_bytes(msg), args, kwargs, place)
                 ok, value = self.slots.run(task_id, cloudpickle.dumps(work, protocol=5))
                 if ok:
                     self.reply(task_id, msg, value)

@@ -79,8 +79,9 @@ class ProcessSlots:
         self._closing = False
 
     def run(self, task_id: int, call_bytes: bytes) -> tuple[bool, Any]:
-        """Run a pickled `(fn_key, fn_bytes, args, kwargs)` in a slot (the function's own pickle,
-        so the child loads and decorates each function once); returns (ok, value or RemoteFailure)."""
+        """Run a pickled `(fn_key, fn_bytes, args, kwargs, place)` in a slot (the function's own
+        pickle, so the child loads and decorates each function once; `place`, the worker's
+        InstanceInfo once a resize changed it, else None); returns (ok, value or RemoteFailure)."""
         slot = self._free.get() or self._start()
         with self._lock:
             self._by_task[task_id] = slot
@@ -193,7 +194,9 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
                 return
             try:
                 lifecycle.ensure_entered()
-                fn_key, fn_bytes, args, kwargs = cloudpickle.loads(data)
+                fn_key, fn_bytes, args, kwargs, place = cloudpickle.loads(data)
+                if place is not None:  # the pool was resized since this child started
+                    runtime.set_instance_info(place)
                 call = functions.get(fn_key)
                 if call is None:
                     if len(functions) >= FN_CACHE_SIZE:
