@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar, overload
 import attrs
 import cloudpickle
 
+from skyward.dataclass_view import dataclass_view
 from skyward.errors import ConfigurationError, NoActivePoolError
 
 R = TypeVar("R")
@@ -31,6 +32,7 @@ def is_generator_function(fn: Callable[..., Any]) -> bool:
     return inspect.isgeneratorfunction(inspect.unwrap(fn))
 
 
+@dataclass_view
 @attrs.frozen(eq=False)
 class PendingFunction(Generic[R]):
     """A frozen snapshot of one call: nothing runs until an operator dispatches it."""

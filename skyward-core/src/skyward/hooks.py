@@ -116,7 +116,7 @@ class PoolHooks:
                     raise PluginError(
                         f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} "
                         "from its image transform; return the Image it was given, or a copy "
-                        "(image.with_pip(...), attrs.evolve(image, ...))"
+                        "(image.with_pip(...), dataclasses.replace(image, ...))"
                     )
                 image = result
         return image

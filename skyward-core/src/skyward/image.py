@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import attrs
 
+from skyward.dataclass_view import dataclass_view
 from skyward.errors import ConfigurationError
 
 __all__ = ["DEFAULT_IMAGE", "DEFAULT_METRICS", "Image", "PipIndex", "SkywardSource"]
@@ -202,6 +203,7 @@ def _check_timeout(instance: Image, attribute: attrs.Attribute[int], value: int)
         )
 
 
+@dataclass_view
 @attrs.frozen
 class PipIndex:
     """A package index used only for the named packages (e.g. CUDA wheels of torch).
@@ -214,6 +216,7 @@ class PipIndex:
     packages: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
 
 
+@dataclass_view
 @attrs.frozen(kw_only=True)
 class Image:
     """What a worker needs before user code runs: Python, packages, environment, local files.

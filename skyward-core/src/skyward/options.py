@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import attrs
 
+from skyward.dataclass_view import dataclass_view
 from skyward.errors import ConfigurationError
 
 __all__ = [
@@ -99,6 +100,7 @@ def _check_bool(owner: str) -> Any:
     return check
 
 
+@dataclass_view
 @attrs.frozen(kw_only=True)
 class Worker:
     """Task slots per node and the executor that runs them.
@@ -142,6 +144,7 @@ def _check_rotation(instance: LogConfig, attribute: attrs.Attribute[str], value:
         )
 
 
+@dataclass_view
 @attrs.frozen(kw_only=True)
 class LogConfig:
     """Skyward's own log file and console logging (not the pool's progress display).
@@ -195,6 +198,7 @@ def _seconds(*, optional: bool = False, strict: bool = True, example: str) -> An
     return _number("Options", minimum=0, strict=strict, optional=optional, example=example)
 
 
+@dataclass_view
 @attrs.frozen(kw_only=True)
 class Options:
     """Operational knobs for a pool; every default is meant to be left alone.

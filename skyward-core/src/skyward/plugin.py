@@ -15,6 +15,8 @@ from typing import Any, TypedDict
 
 import attrs
 
+from skyward.dataclass_view import dataclass_view
+
 ImageTransform = Callable[[Any, Any], Any]
 BootstrapFactory = Callable[[Any], Any]
 TaskDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -23,6 +25,7 @@ ProcessLifecycle = Callable[[Any], AbstractContextManager[None]]
 ClientLifecycle = Callable[[Any, Any], AbstractContextManager[None]]
 
 
+@dataclass_view
 @attrs.frozen
 class LaunchCommand:
     """The worker's launch command, structured so launchers (accelerate, torchrun) can wrap it."""
@@ -40,6 +43,7 @@ class LaunchCommand:
         return " ".join(part for part in (self.launcher, self.entrypoint, *self.args) if part)
 
 
+@dataclass_view
 @attrs.frozen(kw_only=True)
 class LaunchContext:
     """What a launcher transform may use to build its command."""
@@ -71,6 +75,7 @@ class AccelerateConfig(TypedDict, total=False):
     deepspeed: dict[str, Any]
 
 
+@dataclass_view
 @attrs.frozen
 class Plugin:
     """Declarative third-party integration bundle (see the module docstring)."""

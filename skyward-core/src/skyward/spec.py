@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
+from skyward.dataclass_view import dataclass_view
 from skyward.errors import ConfigurationError
 from skyward.image import Image
 
@@ -70,6 +71,7 @@ def _fmt_nodes(desired: object, min: object, max: object) -> str:  # noqa: A002 
     return f"Nodes({', '.join(parts)})"
 
 
+@dataclass_view
 @attrs.frozen
 class Nodes:
     """How many nodes a pool wants, and how elastic it may be.
@@ -186,6 +188,7 @@ def _check_bucket(instance: Volume, attribute: attrs.Attribute[str], value: str)
         )
 
 
+@dataclass_view
 @attrs.frozen
 class Volume:
     """A bucket mounted as a directory on every worker (FUSE), read-only unless asked otherwise.
@@ -347,6 +350,7 @@ def _check_region(instance: Spec, attribute: attrs.Attribute[str | None], value:
         )
 
 
+@dataclass_view
 @attrs.frozen(kw_only=True)
 class Spec:
     """One hardware request: where (provider, region), what (accelerator, sizes), how many, how paid.
