@@ -308,7 +308,8 @@ exit 5
     assert events.commands() == ["echo hello", "false"]
     # stdout and stderr are separate pipes: order holds within a stream, not across them.
     console = [e for e in events if type(e).__name__ == "BootstrapConsole"]
-    assert [e.line for e in console if e.stream == "stdout"] == ["hello", "::skyward-phase:unknown-marker-looks-like-output"]
+    stdout = [e.line for e in console if e.stream == "stdout"]
+    assert stdout == ["hello", "::skyward-phase:unknown-marker-looks-like-output"]
     assert [e.line for e in console if e.stream == "stderr"] == ["to-stderr"]
     assert (caught.value.phase, caught.value.command, caught.value.node) == ("broken", "false", 1)
 

@@ -87,7 +87,8 @@ def test_plain_local_is_unchanged() -> None:
 
 def test_a_credential_in_image_env_is_masked_in_bootstrap_events_and_errors() -> None:
     token = "ghp_" + "s3cr3t" * 5
-    echo = sky.plugins.Plugin.create("echoes").with_bootstrap(lambda cluster: 'echo "using $API_TOKEN"; exit 3')
+    script = 'echo "using $API_TOKEN"; exit 3'
+    echo = sky.plugins.Plugin.create("echoes").with_bootstrap(lambda cluster: script)
     compute = isolated_pool(nodes=1, image=sky.Image(env={"API_TOKEN": token}), plugins=[echo])
     seen: list[sky.Event] = []
     compute.on(sky.Event, seen.append)

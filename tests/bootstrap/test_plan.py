@@ -82,3 +82,22 @@ def test_plan_masks_credential_named_image_env_values() -> None:
     result = sky.plan(image=sky.Image(env={"DB_PASSWORD": "hunter2-but-longer", "REGION": "eu-west-1"}))
     assert "export DB_PASSWORD=***" in result.script
     assert "export REGION=eu-west-1" in result.script
+
+
+def test_plan_builds_the_venv_as_the_provider_does_and_shows_the_launch_line() -> None:
+    """SSH(python=...) builds the venv on that interpreter, with its site-packages; the worker then
+    starts through the plugins' launchers (tests/ssh/test_ssh_plan.py compares with a real host)."""
+    from skyward.plugin import LaunchCommand
+
+    def launcher(command: LaunchCommand, context: object) -> LaunchCommand:
+        return LaunchCommand(launcher="env MY_LAUNCHER=1", entrypoint=command.entrypoint, args=command.args)
+
+    plugin = sky.Plugin.create("launch").with_launcher(launcher)
+    result = sky.plan(provider=sky.SSH(hosts=["u@h1"], python="/usr/bin/python3.11"), plugins=[plugin])
+    assert "__sky_cmd 'uv venv --system-site-packages --python /usr/bin/python3.11 $W/venv'" in result.script
+    launch = ". /opt/skyward/env.sh && exec env MY_LAUNCHER=1 venv/bin/python -m skyward.worker"
+    assert result.launch == launch
+    assert str(result).endswith(f"#   {result.launch}\n")
+    default = sky.plan(provider=sky.SSH(hosts=["u@h1"]))  # no python named: uv's, without site-packages
+    assert "--system-site-packages" not in default.script
+    assert default.launch == ". /opt/skyward/env.sh && exec venv/bin/python -m skyward.worker"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,50 @@ def test_a_cloud_style_provider_trusts_the_pinned_key_of_its_instances(
     compute = sky.Compute(provider=PinnedCloudConfig(ssh_hosts, str(empty), wrong), **quiet)
     with pytest.raises(sky.HostKeyError, match="pinned for this instance"):
         compute.start()
+
+
+def _connect(server: Any, hosts: SSHHosts, known: Path) -> str:
+    async def attempt() -> str:
+        conn = await connect(server.address, server.port, server.user, key_file=hosts.key_file,
+                             known_hosts=known)
+        async with conn:
+            return str((await conn.run("echo in", check=True)).stdout).strip()
+
+    return asyncio.run(attempt())
+
+
+def test_an_entry_without_a_port_does_not_vouch_for_another_port(ssh_hosts: SSHHosts, tmp_path: Path) -> None:
+    """As in OpenSSH: `host key` is the host's port 22; port 2222 needs a `[host]:2222 key` entry."""
+    server = ssh_hosts.servers[0]
+    key = server.host_key.export_public_key().decode().strip()
+    known = tmp_path / "known_hosts"
+    known.write_text(f"{server.address} {key}\n")
+    with pytest.raises(sky.HostKeyError, match="not listed") as caught:
+        _connect(server, ssh_hosts, known)
+    message = str(caught.value)
+    assert "without a port" in message and f"[{server.address}]:{server.port}" in message
+    assert f"ssh-keyscan -p {server.port} {server.address}" in message
+    known.write_text(f"[{server.address}]:{server.port} {key}\n")
+    assert _connect(server, ssh_hosts, known) == "in"
+
+
+def test_a_hashed_known_hosts_file_is_read(ssh_hosts: SSHHosts, tmp_path: Path) -> None:
+    server = ssh_hosts.servers[1]
+    known = tmp_path / "known_hosts"
+    known.write_text(server.known_hosts_line + "\n")
+    subprocess.run(["ssh-keygen", "-H", "-f", str(known)], check=True, capture_output=True)
+    assert server.address not in known.read_text()  # hashed
+    assert _connect(server, ssh_hosts, known) == "in"
+
+
+def test_a_revoked_host_key_is_refused_saying_so(ssh_hosts: SSHHosts, tmp_path: Path) -> None:
+    server = ssh_hosts.servers[0]
+    known = tmp_path / "known_hosts"
+    # Revoked, even though the next line trusts the same key: a revocation wins.
+    known.write_text(f"@revoked {server.known_hosts_line}\n{server.known_hosts_line}\n")
+    with pytest.raises(sky.HostKeyError, match="@revoked") as caught:
+        _connect(server, ssh_hosts, known)
+    message = str(caught.value)
+    assert server.host_key.get_fingerprint() in message and str(known) in message
+    assert "does not match" not in message and "not listed" not in message
+    assert f"delete it from {known}" in message

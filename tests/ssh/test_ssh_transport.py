@@ -170,3 +170,34 @@ def test_runner_streams_lines_and_put_copies_files_and_folders(ssh_hosts: SSHHos
     import shutil
 
     shutil.rmtree(copied)
+
+
+def test_runner_returns_when_the_command_exits_though_a_daemon_holds_its_output(ssh_hosts: SSHHosts) -> None:
+    """As `LocalRunner`: the exit status counts; output a leftover process keeps open is abandoned
+    after a grace, and that process is left running (a bootstrap op may start a daemon on purpose)."""
+    server = ssh_hosts.servers[1]
+    marker = "sleep 1207"  # an unusual duration, to find this daemon among the host's processes
+
+    async def scenario() -> tuple[int, list[tuple[str, str]]]:
+        conn = await connect(server.address, server.port, server.user, key_file=ssh_hosts.key_file,
+                             known_hosts=ssh_hosts.known_hosts)
+        async with conn:
+            lines: list[tuple[str, str]] = []
+            command = f"echo before; {marker} & echo after; echo err >&2; exit 4"
+            # The runner's own timeout is far beyond its drain grace; the outer one only keeps a
+            # broken runner from hanging the test.
+            code = await asyncio.wait_for(
+                SSHRunner(conn).run(command, on_line=lambda s, line: lines.append((s, line)), timeout=90), 60
+            )
+            return code, lines
+
+    daemon = lambda: [p for p in processes_of(server.home) if marker in cmdline(p)]  # noqa: E731
+    try:
+        code, lines = asyncio.run(scenario())
+        assert code == 4
+        assert ("stdout", "before") in lines and ("stdout", "after") in lines and ("stderr", "err") in lines
+        assert daemon()  # left alone, as LocalRunner leaves it
+    finally:
+        for pid in daemon():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

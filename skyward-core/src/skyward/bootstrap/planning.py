@@ -1,8 +1,12 @@
 """`sky.plan(...)`: the bootstrap a pool would run, rendered without provisioning anything.
 
 It takes what `sky.Compute` takes, resolves it the same way, folds the plugins' image transforms
-and collects their bootstrap ops against a placeholder `Cluster`, and renders the script. Nothing
-is started, built or uploaded; wheel paths in the script are the names the wheels would have.
+and collects their bootstrap ops against a placeholder `Cluster`, and renders the script with the
+provider's own settings (`SSH(python=...)`: that interpreter, with its site-packages), then the
+line node 0's worker starts with, folded through the plugins' launchers as the pool folds it
+(`Plan.launch`, also at the end of the script as a comment). Nothing is started, built or
+uploaded; wheel paths in the script are the names the wheels would have, and the workdir is
+`PLAN_WORKDIR` (a provider chooses the real one).
 
 (The module is `planning`, not `plan`, so that `skyward.bootstrap.plan` stays the function.)
 """
@@ -27,28 +31,32 @@ PLAN_WORKDIR = "/opt/skyward"
 
 @attrs.frozen
 class Plan:
-    """A dry run: the rendered `script`, the `image` after plugin transforms and the plugin `ops`.
+    """A dry run: the rendered `script`, the `image` after plugin transforms and the plugin `ops`,
+    and `launch`, the shell line that starts node 0's worker in its node folder once the script ran.
 
-    Secrets (the ops' own, values registered with `skyward.logging.register_secret`, such as
-    `huggingface(token=...)`, and credential-named `env` values) read `***` in the script: a plan
-    is for reading, printing and pasting into an issue. A pool renders its own script, with the
-    values, for its nodes alone.
+    The script ends with the launch line as a comment, so printing it shows everything a node runs;
+    bash ignores the comment, and the rest is the text the node runs. Secrets (the ops' own, values
+    registered with `skyward.logging.register_secret`, such as `huggingface(token=...)`, and
+    credential-named `env` values) read `***`: a plan is for reading, printing and pasting into an
+    issue. A pool renders its own script, with the values, for its nodes alone.
     """
 
     script: str
     image: Any
     ops: tuple[Op, ...]
+    launch: str = ""
 
     def __str__(self) -> str:
         return self.script
 
 
 def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
-    """The bootstrap script `sky.Compute(*specs, **compute_kwargs)` would run on its first spec's nodes.
+    """The bootstrap script `sky.Compute(*specs, **compute_kwargs)` would run on its first spec's nodes,
+    and the line its node 0's worker would start with.
 
     Example::
 
-        print(sky.plan(image=sky.Image(pip=["six"]), plugins=[sky.plugins.mps()]).script)
+        print(sky.plan(image=sky.Image(pip=["six"]), plugins=[sky.plugins.mps()]))
     """
     from skyward.bootstrap.wheels import installed_skyward, resolve_source, source_dir
     from skyward.hooks import PoolHooks
@@ -58,10 +66,11 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     compute_kwargs.pop("on_event", None)
     name = compute_kwargs.pop("name", None)
     options = compute_kwargs.pop("options", None)
-    resolved, _ = resolve_compute_args(*specs, name=name, options=options, **compute_kwargs)
+    resolved, options = resolve_compute_args(*specs, name=name, options=options, **compute_kwargs)
     spec = resolved[0]
     config = spec.provider_config()
-    cluster = Cluster(id="plan", provider=str(getattr(config, "name", "plan")), spec=spec)
+    cluster = Cluster(id=name or "plan", provider=str(getattr(config, "name", "plan")), spec=spec)
+    provider = config.create()  # no I/O: what `prepare` and `provision` would do is not done
     hooks = PoolHooks(tuple(spec.plugins))
     image = hooks.transform_image(spec.image, cluster)
     ops = as_ops(hooks.bootstrap_ops(cluster))
@@ -73,9 +82,47 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
             if _has_source(dist, source_dir)
         )
     includes_dir = f"{PLAN_WORKDIR}/includes" if image.includes else None
-    script = render_script(image, ops, workdir=PLAN_WORKDIR, wheels=wheels, includes_dir=includes_dir)
+    bootstrap_args = getattr(provider, "bootstrap_args", None)
+    script = render_script(
+        image, ops, workdir=PLAN_WORKDIR, wheels=wheels, includes_dir=includes_dir,
+        **(bootstrap_args() if callable(bootstrap_args) else {}),
+    )
     secrets = (*bootstrap_secrets(None, ops), *env_secrets(image.env))
-    return Plan(script=mask_secrets(script.text, secrets), image=image, ops=ops)
+    command = _launch_command(provider, cluster, spec, hooks, options)
+    if getattr(config, "isolated", None) is False:  # plain sky.Local(): no bootstrap, this interpreter
+        launch = f"exec {command.render()}"
+        then = "sky.Local() runs no bootstrap (Local(isolated=True) does); its workers start with:"
+    else:
+        launch = script.launch_line(command)
+        then = "Then node 0's worker starts in its node folder with:"
+    launch = mask_secrets(launch, secrets)
+    shown = "".join(f"#   {line}\n" for line in launch.splitlines())  # a comment, whatever it holds
+    text = f"{script.text}\n# {then}\n{shown}"
+    return Plan(script=mask_secrets(text, secrets), image=image, ops=ops, launch=launch)
+
+
+def _launch_command(provider: Any, cluster: Any, spec: Any, hooks: Any, options: Any) -> Any:
+    """Node 0's worker command, folded through the plugins' launchers as `Pool._launch_command` does.
+
+    The node addresses are the ones the provider gives its instances where it knows them without
+    creating anything (`planned_instances`: sky.SSH's hosts); otherwise `Instance`'s defaults. The
+    rendezvous port is the pool's own, picked when it starts: the plan shows the default.
+    """
+    from skyward.plugin import LaunchCommand, LaunchContext
+    from skyward.providers.base import Instance
+
+    total = spec.nodes.desired
+    planned = getattr(provider, "planned_instances", None)
+    instances = planned(cluster, [0]) if callable(planned) else [Instance(id="plan-0", node=0)]
+    head = instances[0]
+    worker = options.worker_config
+    context = LaunchContext(
+        node_id=0, num_nodes=total, head_addr=head.private_ip, casty_port=cluster.head_port,
+        private_ip=head.private_ip, python_bin=provider.python_bin(cluster),
+        venv_dir=provider.venv_dir(cluster), concurrency=worker.concurrency,
+        executor=worker.resolved_executor,
+    )
+    return hooks.launch_command(LaunchCommand.worker(context.python_bin), context)
 
 
 def _wheel_file(name: str, version: str) -> str:

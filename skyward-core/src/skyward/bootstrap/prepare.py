@@ -12,17 +12,18 @@ import fnmatch
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from skyward.bootstrap.ops import as_ops
 from skyward.bootstrap.render import Script, render_script
-from skyward.bootstrap.runner import CommandRunner, run_bootstrap
+from skyward.bootstrap.runner import CommandRunner, RunnerConnectionLost, new_progress, run_bootstrap
 from skyward.bootstrap.wheels import local_wheels, resolve_source, wheel_cache_dir
+from skyward.errors import SkywardError
 from skyward.events import BootstrapRequested
 
-__all__ = ["DEFAULT_EXCLUDES", "bootstrap_secrets", "prepare_node", "stage_includes"]
+__all__ = ["DEFAULT_EXCLUDES", "Reconnect", "bootstrap_secrets", "prepare_node", "stage_includes"]
 
 #: Never shipped with includes, whatever `Image.excludes` says.
 DEFAULT_EXCLUDES: tuple[str, ...] = ("__pycache__", "*.pyc", ".git", ".DS_Store")
@@ -31,9 +32,14 @@ _wheels_lock: asyncio.Lock | None = None
 _wheels_loop: Any = None
 
 
+#: Reconnects to a node after a lost connection; returns a runner on the new connection, with
+#: whatever the old bootstrap left running stopped. Raises `ConnectionError` when it cannot.
+Reconnect = Callable[[], Awaitable[CommandRunner]]
+
+
 async def prepare_node(
     runner: CommandRunner, setup: Any, *, node: int, workdir: str, python: str | None,
-    system_site_packages: bool = False,
+    system_site_packages: bool = False, reconnect: Reconnect | None = None,
 ) -> Script:
     """Upload, render and run the bootstrap for `setup` on the node behind `runner`; return its Script.
 
@@ -41,11 +47,76 @@ async def prepare_node(
     On the node: wheels go to `<workdir>/wheels/`, includes to `<workdir>/includes/`, the venv to
     `<workdir>/venv`. Raises `BootstrapFailed` when a phase fails or the timeout runs out. The
     worker is started by the caller, with `script.launch_line(setup.launch)`.
+
+    When the runner loses its connection (`RunnerConnectionLost`), `reconnect` (if given) gets a
+    runner on a new connection and the bootstrap resumes there: uploads and image phases run again
+    (they are idempotent: the venv is reused, installs find their packages), and the plugin ops
+    that completed are skipped, so only the op that was cut off runs a second time. This repeats
+    while `bootstrap_timeout` lasts. Without `reconnect`, or when reconnecting fails, the bootstrap
+    fails with `BootstrapFailed` naming the phase that was running and the lost connection. A host
+    key refused on reconnecting is raised as it is (`HostKeyError`).
     """
     image = setup.image
     ops = as_ops(setup.ops)
     emit = setup.emit
     emit(BootstrapRequested(node=node))
+    budget = float(setup.bootstrap_timeout)
+    secrets = bootstrap_secrets(setup, ops)
+    progress = new_progress(node, emit, secrets)
+    loop = asyncio.get_running_loop()
+    deadline: float | None = None  # the timeout counts from the first run, as it always has
+    script: Script | None = None
+    resume = False
+    while True:
+        try:
+            remote_wheels, includes_dir = await _upload(runner, image, workdir)
+            if script is None:
+                script = render_script(
+                    image, ops, workdir=workdir, python=python, wheels=remote_wheels,
+                    includes_dir=includes_dir, system_site_packages=system_site_packages,
+                )
+            if deadline is None:
+                deadline = loop.time() + budget
+            await run_bootstrap(
+                runner, script, node=node, emit=emit, timeout=max(deadline - loop.time(), 0.001),
+                secrets=secrets, resume=resume, progress=progress, budget=budget,
+            )
+            return script
+        except RunnerConnectionLost as lost:
+            # The phase that was running, or, before the first phase, the upload of the files.
+            phase = progress.phase or progress.last_phase or "upload"
+            if deadline is None:  # lost during the first upload: reconnects count from here
+                deadline = loop.time() + budget
+            left = deadline - loop.time()
+            if reconnect is None or left <= 0:
+                hint = (
+                    "reconnecting is not possible here" if reconnect is None
+                    else f"bootstrap_timeout={budget:g}s ran out"
+                )
+                progress.fail_running()
+                raise progress.failure(
+                    phase, f"{lost}; {hint}. Check the host and the network, then start the pool again."
+                ) from None
+            progress.note(f"skyward: {lost} in phase {phase!r}; reconnecting to resume the bootstrap")
+            try:
+                runner = await asyncio.wait_for(reconnect(), left)
+            except SkywardError:
+                raise  # a host key refused on reconnecting is a HostKeyError, not a failed bootstrap
+            except (TimeoutError, ConnectionError, OSError) as exc:
+                reason = "it timed out" if isinstance(exc, TimeoutError) else str(exc)
+                progress.fail_running()
+                raise progress.failure(
+                    phase,
+                    f"{lost}, and reconnecting failed: {reason}. Check that the host is up and reachable "
+                    "(raise Options(ssh_timeout=...) for a host that takes longer to come back), then "
+                    "start the pool again.",
+                ) from None
+            progress.interrupted()
+            resume = True
+
+
+async def _upload(runner: CommandRunner, image: Any, workdir: str) -> tuple[tuple[str, ...], str | None]:
+    """Skyward's wheels (source "local") and the image's includes onto the node; their paths there."""
     remote_wheels: tuple[str, ...] = ()
     if resolve_source(image) == "local":
         for wheel in await _client_wheels():
@@ -60,15 +131,7 @@ async def prepare_node(
             await runner.put(staging, includes_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    script = render_script(
-        image, ops, workdir=workdir, python=python, wheels=remote_wheels, includes_dir=includes_dir,
-        system_site_packages=system_site_packages,
-    )
-    await run_bootstrap(
-        runner, script, node=node, emit=emit, timeout=float(setup.bootstrap_timeout),
-        secrets=bootstrap_secrets(setup, ops),
-    )
-    return script
+    return remote_wheels, includes_dir
 
 
 def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:

@@ -31,6 +31,10 @@ stdout becomes the value, so `{"HOST": "hostname"}` gives HOST its output), then
 variables: `SKYWARD_WORKDIR`, `SKYWARD_VENV`, `VIRTUAL_ENV`, `PATH` (the venv's bin and uv first)
 and `PYTHONPATH` (the includes directory). The file is mode 600: image env values may be tokens.
 
+A run cut off by a lost connection is resumed on a new one with `SKYWARD_BOOTSTRAP_RESUME=1`:
+the image phases run again (each is idempotent), and each plugin op that completed (it leaves
+`<workdir>/bootstrap/<op file>.done`) is skipped; a run without the variable clears those marks.
+
 The worker is not started here. A provider starts it after the bootstrap with
 `Script.launch_line(setup.launch)`: `. <workdir>/env.sh && exec <launch command>`.
 """
@@ -56,6 +60,9 @@ IMAGE_PHASES: tuple[str, ...] = ("uv", "venv", "apt", "pip", "env", "includes", 
 
 #: Where the "github" source installs from.
 GITHUB_URL = "https://github.com/gabfssilva/skyward"
+
+#: Set to 1 by the runner when this run resumes one a lost connection cut off (runner.RESUME_VARIABLE).
+RESUME = "SKYWARD_BOOTSTRAP_RESUME"
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _UNSAFE_PHASE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -182,6 +189,8 @@ def _setup(workdir: str) -> str:
         'mkdir -p "$W" "$W/bin"\n'
         'chmod 700 "$W"\n'
         'cd "$W"\n'
+        # Which ops completed counts only for the run that resumes this one (see _op_phase).
+        f'if [ "${{{RESUME}:-}}" != 1 ]; then rm -f "$W"/bootstrap/*.done; fi\n'
     )
 
 
@@ -446,10 +455,18 @@ def _op_phase(op: Op, name: str, index: int) -> str:
     )
     content = preamble + op.script.rstrip("\n") + "\n"
     delimiter = _delimiter("SKYWARD_OP", content)
+    # A run resumed after a lost connection skips the ops that completed before it: an op need not
+    # be safe to run twice, except the one that was cut off, which runs again from its start.
+    skipped = f"skyward bootstrap: {name} completed before the connection was lost; not running it again"
     lines = (
         'mkdir -p "$W/bootstrap"\n'
         f"cat > \"$W/bootstrap/{file_name}\" <<'{delimiter}'\n{content}{delimiter}\n"
-        + _run(f'bash "$W/bootstrap/{file_name}"', f"bash $W/bootstrap/{file_name}")
+        f'if [ "${{{RESUME}:-}}" = 1 ] && [ -e "$W/bootstrap/{file_name}.done" ]; then\n'
+        f"  echo {shlex.quote(skipped)}\n"
+        "else\n"
+        + _indent(_run(f'bash "$W/bootstrap/{file_name}"', f"bash $W/bootstrap/{file_name}"))
+        + f'  : > "$W/bootstrap/{file_name}.done"\n'
+        "fi\n"
     )
     return _phase(name, lines)
 

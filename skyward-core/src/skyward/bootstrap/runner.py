@@ -19,21 +19,35 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from skyward.bootstrap.render import Script
+from skyward.bootstrap.render import RESUME, Script
 from skyward.errors import BootstrapFailed
 from skyward.events import BootstrapCommand, BootstrapConsole, BootstrapError, BootstrapPhase, mask_secrets
 
-__all__ = ["TAIL_LINES", "CommandRunner", "LocalRunner", "clean_environment", "run_bootstrap"]
+__all__ = [
+    "DRAIN_GRACE", "RESUME_VARIABLE", "TAIL_LINES", "CommandRunner", "LocalRunner", "RunnerConnectionLost",
+    "clean_environment", "new_progress", "run_bootstrap",
+]
 
 #: How many lines of output a failure carries.
 TAIL_LINES = 30
-#: After the command exits, how long to keep reading pipes a leftover background process may hold.
-_DRAIN_GRACE = 2.0
+#: After the command exits, how long to keep reading output a leftover background process may hold
+#: (every runner: the command's exit status is what counts, not when its output closes).
+DRAIN_GRACE = 2.0
+#: Set to 1 in the environment of a bootstrap that resumes one cut off by a lost connection.
+RESUME_VARIABLE = RESUME
 #: Variables of the client's interpreter that must not leak into a node's own Python.
 _PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "VIRTUAL_ENV",
                "__PYVENV_LAUNCHER__", "CONDA_PREFIX", "CONDA_DEFAULT_ENV")
 
 LineHandler = Callable[[str, str], None]
+
+
+class RunnerConnectionLost(ConnectionError):
+    """A `CommandRunner` lost its connection to the node while a command ran or a file was copied.
+
+    Only runners that reach their node over a network raise it (`SSHRunner`). Whether the command
+    still runs on the node is unknown; the message names the host and what was being done.
+    """
 
 
 class CommandRunner(Protocol):
@@ -97,10 +111,11 @@ class LocalRunner:
                     assert proc.stdin is not None
                     feeder = asyncio.ensure_future(asyncio.to_thread(_feed, proc.stdin, stdin.encode()))
                 code = await _exited(loop, proc)
-                # A daemon the script left behind may hold the pipes open: read what is there,
-                # but do not wait for it to exit.
-                await asyncio.wait([r.done for r in readers], timeout=_DRAIN_GRACE)
-                return code
+            # A daemon the script left behind may hold the pipes open: read what is there, but do
+            # not wait for it to exit (outside the timeout: a script that exited in time did not
+            # time out).
+            await asyncio.wait([r.done for r in readers], timeout=DRAIN_GRACE)
+            return code
         finally:
             if proc.poll() is None:
                 _kill_group(proc.pid)
@@ -259,6 +274,21 @@ class _Progress:
         self.emit(BootstrapPhase(node=self.node, phase=name, event="failed", seconds=seconds))
         self.phase = ""
 
+    def fail_running(self) -> None:
+        """The phase under way ends as failed (the run was stopped: a timeout, a lost connection)."""
+        if self.phase:
+            seconds = time.monotonic() - self.started
+            self.emit(BootstrapPhase(node=self.node, phase=self.phase, event="failed", seconds=seconds))
+            self.phase = ""
+
+    def interrupted(self) -> None:
+        """The run was cut off and will be resumed: the phase under way starts again from scratch."""
+        self.phase = ""
+
+    def note(self, line: str) -> None:
+        """A line of Skyward's own in the node's output (a reconnect), kept for a failure's tail too."""
+        self.on_line("stderr", line)
+
     def failure(self, phase: str, why: str) -> BootstrapFailed:
         command = self.failed_command or self.command
         tail = "\n".join(self.tail)
@@ -280,28 +310,39 @@ async def run_bootstrap(
     emit: Callable[[Any], None],
     timeout: float,
     secrets: tuple[str, ...] = (),
+    resume: bool = False,
+    progress: _Progress | None = None,
+    budget: float | None = None,
 ) -> None:
     """Run `script` on the node behind `runner` (`bash -s`, the script on stdin) within `timeout` seconds.
 
     Emits `BootstrapPhase` / `BootstrapCommand` / `BootstrapConsole` events as it goes, every string
     with `secrets` masked. On failure emits `BootstrapError` and raises `BootstrapFailed` naming the
     node, the phase, the failing command and the last lines of output; when `timeout` runs out the
-    phase is "timeout".
+    phase is "timeout". A lost connection raises `RunnerConnectionLost` (the caller may reconnect
+    and call again with `resume=True`, which skips the plugin ops that already completed, and the
+    same `progress` (see `new_progress`), so a failure still shows all the output). `budget` is the
+    whole bootstrap's limit, named in the timeout message (default `timeout`).
     """
-    progress = _Progress(node, emit, tuple(s for s in secrets if s))
+    progress = progress or new_progress(node, emit, secrets)
+    command = f"{RESUME_VARIABLE}=1 bash -s" if resume else "bash -s"
     try:
-        code = await runner.run("bash -s", stdin=script.text, on_line=progress.on_line, timeout=timeout)
+        code = await runner.run(command, stdin=script.text, on_line=progress.on_line, timeout=timeout)
     except TimeoutError:
         running = progress.phase or progress.last_phase
-        if progress.phase:
-            emit(BootstrapPhase(node=node, phase=progress.phase, event="failed",
-                                seconds=time.monotonic() - progress.started))
+        progress.fail_running()
         where = f" while in phase {running!r}" if running else ""
+        limit = budget if budget is not None else timeout
         raise progress.failure(
             "timeout",
-            f"exceeded bootstrap_timeout={timeout:g}s{where} (raise Image(bootstrap_timeout=...) or "
+            f"exceeded bootstrap_timeout={limit:g}s{where} (raise Image(bootstrap_timeout=...) or "
             "Options(bootstrap_timeout=...))",
         ) from None
     if code != 0:
         phase = progress.failed_phase or progress.phase or progress.last_phase or "bootstrap"
         raise progress.failure(phase, f"exit code {code}")
+
+
+def new_progress(node: int, emit: Callable[[Any], None], secrets: tuple[str, ...] = ()) -> _Progress:
+    """What reads a bootstrap's markers and output; one per node, shared by a resumed run."""
+    return _Progress(node, emit, tuple(s for s in secrets if s))

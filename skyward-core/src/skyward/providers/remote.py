@@ -7,8 +7,9 @@ bootstrap run there, and the workers started there. A provider with machines cal
 - `open(node, login)` to log in (retried with backoff until `Options.ssh_timeout`), learning the
   login's home folder, CPUs and memory;
 - `start_worker(cluster, instance, setup)` from `Provider.connect`: bootstraps the node once
-  (again only if its folder is gone), kills any worker an earlier connection left, and starts
-  the worker on an exec channel;
+  (again only if its folder is gone; a connection lost meanwhile is reopened and the bootstrap
+  resumed, see `prepare_node`), kills any worker an earlier connection left, and starts the
+  worker on an exec channel;
 - `clean(cluster, instance)` from `Provider.terminate`: kills every worker it started there (the
   whole process group) and removes the node folder;
 - `close()` from `Provider.teardown`.
@@ -176,6 +177,7 @@ class RemoteNodes:
             if script is None or not await _exists(conn, f"{workdir}/env.sh"):
                 script = await self._bootstrap(conn, setup, node, workdir)
                 self._scripts[node] = script
+                conn = self._conns[node]  # a new one when the bootstrap had to reconnect
         self._launches += 1
         pid_file = f"{workdir}/worker-{self._launches}.pid"
         command = worker_command(script.launch_line(setup.launch), pid_file=pid_file, cwd=workdir)
@@ -184,15 +186,32 @@ class RemoteNodes:
         self._pid_files.setdefault((node, setup.worker), []).append(pid_file)
         return channel
 
+    def bootstrap_args(self) -> dict[str, Any]:
+        """How the bootstrap builds the venv on these machines (`prepare_node`'s and `sky.plan`'s).
+
+        A named interpreter is the machine's own Python: the venv also sees its packages (a CUDA
+        build of torch...), and Image.pip installs on top.
+        """
+        return {"python": self.python, "system_site_packages": self.python is not None}
+
     async def _bootstrap(self, conn: Connection, setup: NodeSetup, node: int, workdir: str) -> Any:
         from skyward.bootstrap import prepare_node
-        from skyward.transport.ssh import SSHRunner
+        from skyward.transport.ssh import SSHRunner, kill_command
 
-        # A named interpreter is the machine's own Python: the venv also sees its packages (a CUDA
-        # build of torch...), and Image.pip installs on top.
+        login = self._logins[node]
+        pid_file = f"{workdir}/bootstrap.pid"
+
+        async def reconnect() -> SSHRunner:
+            # The same backoff as a worker's reconnect; then whatever the cut-off bootstrap still
+            # runs on the host (its whole process group) goes, before the resumed one starts there.
+            new = await self.open(node, login)
+            await asyncio.wait_for(new.run(kill_command(pid_file), check=False), 30)
+            self._log.info("skyward.ssh_bootstrap_resumed", node=node, host=str(login))
+            return SSHRunner(new, label=str(login), pid_file=pid_file)
+
         return await prepare_node(
-            SSHRunner(conn), setup, node=node, workdir=workdir, python=self.python,
-            system_site_packages=self.python is not None,
+            SSHRunner(conn, label=str(login), pid_file=pid_file), setup, node=node, workdir=workdir,
+            reconnect=reconnect, **self.bootstrap_args(),
         )
 
     async def clean(self, cluster: Cluster, instance: Instance) -> None:

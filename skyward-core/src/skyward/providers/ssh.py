@@ -18,7 +18,7 @@ import asyncio
 import getpass
 import hashlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -174,6 +174,11 @@ class SSHProvider(Provider):
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id))
 
     async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        return self.planned_instances(cluster, nodes)
+
+    def planned_instances(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        """The instances of these nodes: your hosts, in order. Nothing is created, so `sky.plan`
+        uses it too (CPUs and memory are known once `prepare` has logged in)."""
         instances = []
         for i in nodes:
             if i >= len(self.targets):
@@ -189,6 +194,10 @@ class SSHProvider(Provider):
                 memory_gb=round(memory, 1),
             ))
         return instances
+
+    def bootstrap_args(self) -> dict[str, Any]:
+        """How the bootstrap builds the venv (`SSH(python=...)`), for the pool and for `sky.plan`."""
+        return self.nodes.bootstrap_args()
 
     def python_bin(self, cluster: Cluster) -> str:
         """The venv's interpreter, relative to the node folder every worker starts in."""

@@ -5,9 +5,10 @@ they cross a pipe: nothing else is ever written to stdout. Its stderr carries on
 worker starts (the worker's pid, which is also its process group, written to a pid file as well)
 and then only what Python prints if the worker dies before it captured fd 2, kept for the error.
 
-Host keys are always verified: against a known_hosts file (the user's by default) or a key pinned
-by a cloud provider (`Instance.host_key`). An unknown or changed key is a `HostKeyError` naming
-the host and the fingerprint it showed; nothing is ever accepted silently. Private keys and
+Host keys are always verified: against a known_hosts file (the user's by default, read as OpenSSH
+reads it: a host on a port other than 22 only matches `[host]:port` entries) or a key pinned by a
+cloud provider (`Instance.host_key`). An unknown, changed or `@revoked` key is a `HostKeyError`
+naming the host and the fingerprint; nothing is ever accepted silently. Private keys and
 passphrases never reach a log line or an event.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shlex
@@ -26,6 +28,7 @@ from typing import Any
 import asyncssh
 import structlog
 
+from skyward.bootstrap.runner import DRAIN_GRACE, RunnerConnectionLost
 from skyward.errors import HostKeyError
 from skyward.transport.base import Channel
 from skyward.wire import FrameDecoder, Kind, encode
@@ -66,6 +69,31 @@ def _target(host: str, port: int, user: str | None) -> str:
     return f"{user}@{where}" if user else where
 
 
+def openssh_match(
+    known: Any, host: str, addr: str, port: int | None
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """The (trusted, CA, revoked) keys `known` lists for this host, read the way OpenSSH reads them.
+
+    On a port other than 22 only `[host]:port` entries count: OpenSSH never falls back to a
+    port-less `host` entry there, while asyncssh's own lookup does, so a key recorded for another
+    service on the same machine (port 22) would be trusted for this one. The name and the address
+    are both looked up, as asyncssh does.
+    """
+    if not port or port == 22:
+        found = known.match(host, addr, None)
+        return list(found[0]), list(found[1]), list(found[2])
+    trusted: list[Any] = []
+    cas: list[Any] = []
+    revoked: list[Any] = []
+    for name in dict.fromkeys(n for n in (host, addr) if n):
+        # With the port in the name and none passed, asyncssh looks up exactly "[name]:port".
+        found = known.match(f"[{name}]:{port}", "", None)
+        trusted += found[0]
+        cas += found[1]
+        revoked += found[2]
+    return trusted, cas, revoked
+
+
 def _trusted_keys(
     host: str, port: int, known_hosts: str | os.PathLike[str] | None, host_key: str | None
 ) -> tuple[Any, str]:
@@ -81,12 +109,20 @@ def _trusted_keys(
         return ([key], [], []), "the host key pinned for this instance"
     path = Path(known_hosts).expanduser() if known_hosts else default_known_hosts()
     if path.is_file():
-        return asyncssh.read_known_hosts(str(path)), str(path)
+        return functools.partial(openssh_match, asyncssh.read_known_hosts(str(path))), str(path)
     return ([], [], []), f"{path} (which does not exist)"
 
 
+def _listed(trusted: Any, host: str, port: int) -> tuple[list[Any], list[Any], list[Any]]:
+    """The (trusted, CA, revoked) keys behind `trusted` for this host, to word an error with."""
+    if callable(trusted):
+        return trusted(host, host, port if port != 22 else None)
+    return trusted
+
+
 def _host_key_error(host: str, port: int, user: str | None, seen: list[Any], trusted: Any, source: str,
-                    known_hosts: str | os.PathLike[str] | None, pinned: bool = False) -> HostKeyError:
+                    known_hosts: str | os.PathLike[str] | None, pinned: bool = False,
+                    reason: str = "") -> HostKeyError:
     target = _target(host, port, user)
     if seen:
         key = seen[-1]
@@ -101,12 +137,22 @@ def _host_key_error(host: str, port: int, user: str | None, seen: list[Any], tru
             "instance was replaced, or someone is intercepting the connection: terminate it and start again."
         )
     try:
-        listed = asyncssh.match_known_hosts(trusted, host, host, port if port != 22 else None)[0]
+        listed, _, revoked = _listed(trusted, host, port)
     except Exception:  # noqa: BLE001 - only used to word the message
-        listed = []
+        listed, revoked = [], []
     pattern = f"[{host}]:{port}" if port != 22 else host
     file = str(Path(known_hosts).expanduser()) if known_hosts else str(default_known_hosts())
     keyscan = f"ssh-keyscan -p {port} {host}" if port != 22 else f"ssh-keyscan {host}"
+    if not seen and (revoked or "revoked" in reason):
+        # asyncssh refuses a revoked key before asking us, so the key shown is the one revoked here.
+        which = ", ".join(f"{k.get_algorithm()} {k.get_fingerprint()}" for k in revoked)
+        return HostKeyError(
+            f"SSH host {target} presented a host key that {source} marks @revoked"
+            f"{f' ({which})' if which else ''}; the connection was refused. A revoked key is never "
+            "trusted, whatever other lines of the file say. If the key was revoked because it leaked, give "
+            f"the host a new host key, check its fingerprint out of band and add it ({keyscan} >> {file}). "
+            f"If the @revoked line is a mistake, delete it from {file}."
+        )
     if listed:
         what = f"which does not match the key recorded for it in {source}"
         todo = (
@@ -121,6 +167,11 @@ def _host_key_error(host: str, port: int, user: str | None, seen: list[Any], tru
             f"/etc/ssh/ssh_host_ed25519_key.pub), then trust it: {keyscan} >> {file}, "
             "or pass SSH(known_hosts=...) naming a file that has it."
         )
+        if port != 22 and callable(trusted) and _listed(trusted, host, 22)[0]:
+            todo += (
+                f" ({file} lists {host} without a port, which is its port 22; as in OpenSSH, a host on "
+                f"port {port} is only matched by entries written [{host}]:{port}.)"
+            )
     return HostKeyError(f"SSH host {target} presented {shown}, {what}; the connection was refused. {todo}")
 
 
@@ -169,8 +220,10 @@ async def connect(
             ),
             timeout,
         )
-    except asyncssh.HostKeyNotVerifiable:
-        raise _host_key_error(host, port, user, seen, trusted, source, known_hosts, bool(host_key)) from None
+    except asyncssh.HostKeyNotVerifiable as exc:
+        raise _host_key_error(
+            host, port, user, seen, trusted, source, known_hosts, bool(host_key), str(exc)
+        ) from None
     except asyncssh.PermissionDenied:
         which = f"the key {key_file}" if key_file is not None else "your ssh-agent's keys and ~/.ssh/id_*"
         raise SSHAuthError(
@@ -265,11 +318,76 @@ def remove_pool_key(pool_id: str) -> None:
 # -- running commands (the bootstrap's CommandRunner) --------------------------------------------------
 
 
-class SSHRunner:
-    """`skyward.bootstrap.CommandRunner` over one SSH connection: commands and SFTP copies."""
+class _CommandSession(asyncssh.SSHClientSession):  # type: ignore[misc]
+    """One command's exec session: its output as lines, its exit status and the channel's end.
 
-    def __init__(self, conn: Connection) -> None:
+    The exit status and the end of the channel are separate on purpose: sshd sends the status as
+    soon as the command exits, but closes the channel only once every process holding its output
+    has closed it, which a daemon the command left behind may never do.
+    """
+
+    def __init__(self, on_line: Callable[[str, str], None]) -> None:
+        loop = asyncio.get_running_loop()
+        self._on_line = on_line
+        self._pending = {"stdout": b"", "stderr": b""}
+        self.pid: int | None = None
+        self.exited: asyncio.Future[int] = loop.create_future()
+        self.closed: asyncio.Future[BaseException | None] = loop.create_future()
+
+    def data_received(self, data: bytes, datatype: Any) -> None:
+        stream = "stderr" if datatype == asyncssh.EXTENDED_DATA_STDERR else "stdout"
+        *lines, self._pending[stream] = (self._pending[stream] + data).split(b"\n")
+        for line in lines:
+            self._line(stream, line)
+
+    def _line(self, stream: str, raw: bytes) -> None:
+        text = raw.rstrip(b"\r").decode(errors="replace")
+        if stream == "stderr" and self.pid is None and text.startswith(PID_MARK):
+            with contextlib.suppress(ValueError):
+                self.pid = int(text[len(PID_MARK):])
+                return
+        self._on_line(stream, text)
+
+    def flush(self) -> None:
+        """Hand on a last line that had no newline (the command's output ended, or was abandoned)."""
+        for stream, rest in self._pending.items():
+            if rest:
+                self._pending[stream] = b""
+                self._line(stream, rest)
+
+    def exit_status_received(self, status: int) -> None:
+        if not self.exited.done():
+            self.exited.set_result(status)
+
+    def exit_signal_received(self, signal: str, core_dumped: bool, msg: str, lang: str) -> None:
+        if not self.exited.done():
+            self.exited.set_result(255)
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(exc)
+
+
+class SSHRunner:
+    """`skyward.bootstrap.CommandRunner` over one SSH connection: commands and SFTP copies.
+
+    `label` names the host in errors (default: the connection's user and address). `pid_file`, when
+    given, is a path on the host where each command records its pid (= its process group), so that
+    after a dropped connection the next connection can kill what the old one left running
+    (`kill_command(pid_file)`). A dropped connection raises `RunnerConnectionLost`.
+    """
+
+    def __init__(self, conn: Connection, *, label: str = "", pid_file: str = "") -> None:
         self.conn = conn
+        self.label = label or _describe(conn)
+        self.pid_file = pid_file
+
+    def _lost(self, exc: BaseException | None, doing: str) -> RunnerConnectionLost:
+        why = f"{type(exc).__name__}: {exc}" if exc is not None else "closed"
+        return RunnerConnectionLost(f"the SSH connection to {self.label} was lost while {doing} ({why})")
 
     async def run(
         self,
@@ -281,65 +399,85 @@ class SSHRunner:
     ) -> int:
         """Run `command` with /bin/sh on the host; `on_line(stream, line)` per stdout/stderr line.
 
-        Returns the exit status (255 when it died by a signal). After `timeout` seconds, or when
-        the call is cancelled, the command's whole process group is killed (over a second exec
-        request: sshd forwards no signals) and `asyncio.TimeoutError` is raised.
+        Returns the exit status (255 when it died by a signal) once the command has exited: output
+        still open `DRAIN_GRACE` seconds later (a daemon it started holds it) is abandoned, as
+        `LocalRunner` does, and the daemon is left running. After `timeout` seconds, or when the
+        call is cancelled, the command's whole process group is killed (over a second exec
+        request: sshd forwards no signals) and `asyncio.TimeoutError` is raised. A dropped
+        connection raises `RunnerConnectionLost`: whether the command still runs is unknown.
         """
         inner = f"echo {PID_MARK}$$ >&2; exec /bin/sh -c {shlex.quote(command)}"
-        proc = await self.conn.create_process(
-            f"exec /bin/sh -c {shlex.quote(inner)}", encoding="utf-8", errors="replace"
-        )
-        pid: list[int] = []
-        emit = on_line or (lambda stream, line: None)
-
-        async def pump(reader: Any, stream: str) -> None:
-            async for line in reader:
-                line = line.rstrip("\r\n")
-                if stream == "stderr" and not pid and line.startswith(PID_MARK):
-                    with contextlib.suppress(ValueError):
-                        pid.append(int(line[len(PID_MARK):]))
-                        continue
-                emit(stream, line)
-
-        if stdin is not None:
-            proc.stdin.write(stdin)
-        proc.stdin.write_eof()
-        done = False
-        work = asyncio.gather(pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr"), proc.wait())
+        if self.pid_file:
+            folder = shlex.quote(self.pid_file.rsplit("/", 1)[0] or "/")
+            inner = f"mkdir -p {folder} && echo $$ > {shlex.quote(self.pid_file)}; {inner}"
+        session = _CommandSession(on_line or (lambda stream, line: None))
         try:
-            await asyncio.wait_for(work, timeout)
-            done = True
+            chan, _ = await self.conn.create_session(
+                lambda: session, f"exec /bin/sh -c {shlex.quote(inner)}", encoding=None
+            )
+        except (OSError, asyncssh.Error) as exc:
+            if self.conn.is_closed() or isinstance(exc, asyncssh.DisconnectError | ConnectionError):
+                raise self._lost(exc, "starting a command") from None
+            raise
+        stop = True
+        try:
+            async with asyncio.timeout(timeout):
+                with contextlib.suppress(OSError, asyncssh.Error):  # a lost connection shows below
+                    if stdin is not None:
+                        chan.write(stdin.encode())
+                    chan.write_eof()
+                await asyncio.wait([session.exited, session.closed], return_when=asyncio.FIRST_COMPLETED)
+                if not session.exited.done() and session.closed.result() is not None:
+                    stop = False  # nothing can be run on a dead connection
+                    raise self._lost(session.closed.result(), "a command was running")
+            stop = False
+            # The command exited: read what is still in flight, but a daemon it started may hold
+            # its output open for ever, and its exit status is what counts (outside the timeout:
+            # a command that exited in time did not time out).
+            await asyncio.wait([session.closed], timeout=DRAIN_GRACE)
         finally:
-            if not done:
-                if work.done() and not work.cancelled():
-                    work.exception()  # seen: a stopped command's readers ending is not an error to log
-                await self._stop(proc, pid)
-        status = proc.exit_status
+            session.flush()
+            if stop:
+                await self._stop(session.pid)
+            chan.close()
+        status = session.exited.result() if session.exited.done() else None
         return status if status is not None and status >= 0 else 255
 
-    async def _stop(self, proc: Any, pid: list[int]) -> None:
-        if pid:
+    async def _stop(self, pid: int | None) -> None:
+        if pid is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(asyncio.wait_for(
-                    self.conn.run(f"kill -9 -- -{pid[0]} 2>/dev/null; kill -9 {pid[0]} 2>/dev/null; true"), 10
+                    self.conn.run(f"kill -9 -- -{pid} 2>/dev/null; kill -9 {pid} 2>/dev/null; true"), 10
                 ))
-        proc.close()
 
     async def put(self, local: Path, remote: str) -> None:
         """Copy the file or folder `local` to the path `remote` (not into it), creating parents; a
-        folder is merged into an existing one."""
+        folder is merged into an existing one. A dropped connection raises `RunnerConnectionLost`."""
         local = Path(local)
-        async with self.conn.start_sftp_client() as sftp:
-            if local.is_dir():
-                await sftp.makedirs(remote, exist_ok=True)
-                children = sorted(str(p) for p in local.iterdir())
-                if children:
-                    await sftp.put(children, remote, recurse=True)
-            else:
-                parent = remote.rsplit("/", 1)[0]
-                if parent:
-                    await sftp.makedirs(parent, exist_ok=True)
-                await sftp.put(str(local), remote)
+        try:
+            async with self.conn.start_sftp_client() as sftp:
+                if local.is_dir():
+                    await sftp.makedirs(remote, exist_ok=True)
+                    children = sorted(str(p) for p in local.iterdir())
+                    if children:
+                        await sftp.put(children, remote, recurse=True)
+                else:
+                    parent = remote.rsplit("/", 1)[0]
+                    if parent:
+                        await sftp.makedirs(parent, exist_ok=True)
+                    await sftp.put(str(local), remote)
+        except (OSError, asyncssh.Error) as exc:
+            lost = isinstance(exc, asyncssh.DisconnectError | asyncssh.SFTPConnectionLost)
+            if lost or self.conn.is_closed():
+                raise self._lost(exc, f"copying {local.name} to {remote}") from None
+            raise
+
+
+def _describe(conn: Connection) -> str:
+    """`user@host:port` of a connection, for messages."""
+    host = str(conn.get_extra_info("host") or "?")
+    port = int(conn.get_extra_info("port") or 22)
+    return _target(host, port, conn.get_extra_info("username") or None)
 
 
 # -- the worker channel ------------------------------------------------------------------------------
