@@ -18,7 +18,9 @@ pytestmark = pytest.mark.timeout(90)
 QUICK = {"autoscale_cooldown": 0.2, "autoscale_idle_timeout": 0.5}
 
 
-def load(nodes: int = 1, waiting: int = 0, queued: int | None = None, idle_tail: int = 0, slots: int = 1) -> Load:
+def load(
+    nodes: int = 1, waiting: int = 0, queued: int | None = None, idle_tail: int = 0, slots: int = 1
+) -> Load:
     return Load(
         nodes=nodes, waiting=waiting, queued=waiting if queued is None else queued,
         slots_per_node=slots, idle_tail=idle_tail,
@@ -107,4 +109,5 @@ def test_manual_resize_is_reported_as_an_event() -> None:
         pool.on(sky.PoolResized, resized.append)
         pool.resize(2)
         pool.resize(1)
-    assert [(e.previous, e.nodes, e.reason) for e in resized] == [(1, 2, "pool.resize()"), (2, 1, "pool.resize()")]
+    changes = [(e.previous, e.nodes, e.reason) for e in resized]
+    assert changes == [(1, 2, "pool.resize()"), (2, 1, "pool.resize()")]

@@ -349,7 +349,9 @@ def place_and_shard(data: list[int]) -> tuple[int, int, int, list[int]]:
     return info.node, info.total_nodes, len(info.peers), sky.shard(data)
 
 
-@pytest.mark.parametrize(("before", "after", "executor"), [(2, 4, "thread"), (4, 2, "thread"), (2, 3, "process")])
+@pytest.mark.parametrize(
+    ("before", "after", "executor"), [(2, 4, "thread"), (4, 2, "thread"), (2, 3, "process")]
+)
 def test_after_a_resize_every_node_knows_its_new_place_and_shards_do_not_overlap(
     fresh_pool, before: int, after: int, executor: str
 ) -> None:
@@ -357,7 +359,8 @@ def test_after_a_resize_every_node_knows_its_new_place_and_shards_do_not_overlap
     place_and_shard([0]) @ compute  # the workers have run a task in their first place
     compute.resize(after)
     places = place_and_shard(list(range(8))) @ compute
-    assert [(node, total, peers) for node, total, peers, _ in places] == [(i, after, after) for i in range(after)]
+    seen = [(node, total, peers) for node, total, peers, _ in places]
+    assert seen == [(i, after, after) for i in range(after)]
     assert sorted(item for *_, part in places for item in part) == list(range(8))
 
 

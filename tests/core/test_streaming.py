@@ -222,7 +222,8 @@ def test_gather_and_map_collect_generator_items_per_call(pool: sky.Pool) -> None
 
 def test_iterator_argument_to_a_broadcast_is_refused_before_dispatch(pool: sky.Pool) -> None:
     items = iter(range(10))
-    with pytest.raises(sky.ConfigurationError, match=r"Argument 0 of total\(\) is an iterator .* Pass a list"):
+    expected = r"Argument 0 of total\(\) is an iterator .* Pass a list"
+    with pytest.raises(sky.ConfigurationError, match=expected):
         total(items) @ pool
     assert next(items) == 0  # nothing was read from it
     assert_pool_works(pool)

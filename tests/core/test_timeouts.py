@@ -108,7 +108,9 @@ def record_then_sleep(path: str, seconds: float) -> str:
     return "finished"
 
 
-def test_stuck_task_lets_the_tasks_beside_it_finish_before_its_worker_is_replaced(fresh_pool, tmp_path) -> None:
+def test_stuck_task_lets_the_tasks_beside_it_finish_before_its_worker_is_replaced(
+    fresh_pool, tmp_path
+) -> None:
     compute = fresh_pool(1, worker=sky.Worker(concurrency=2))
     before = worker_pid() >> compute
     runs = tmp_path / "runs"

@@ -28,7 +28,9 @@ def client_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A module importable here but not on a Local worker (it gets none of the client's sys.path)."""
     source = tmp_path / "client_src"
     source.mkdir()
-    (source / "client_only_things.py").write_text("class Thing:\n    def __init__(self, n):\n        self.n = n\n")
+    (source / "client_only_things.py").write_text(
+        "class Thing:\n    def __init__(self, n):\n        self.n = n\n"
+    )
     monkeypatch.syspath_prepend(str(source))
     module = importlib.import_module("client_only_things")
     yield module
@@ -77,7 +79,8 @@ def yield_then_worker_only_thing() -> Iterator[object]:
 
 def test_argument_the_worker_cannot_unpickle_fails_that_task_and_names_the_module(client_only) -> None:
     with local_pool(1) as compute:
-        with pytest.raises(sky.SerializationError, match=r"arguments .* on the worker.*client_only_things") as caught:
+        expected = r"arguments .* on the worker.*client_only_things"
+        with pytest.raises(sky.SerializationError, match=expected) as caught:
             echo(client_only.Thing(1)) >> compute
         assert "Image(includes=" in str(caught.value)
         assert add(2, 3) >> compute == 5
@@ -120,7 +123,8 @@ def test_generator_item_the_client_cannot_unpickle_ends_the_stream_with_the_reas
 def test_iterator_argument_item_the_worker_cannot_unpickle_raises_in_the_task(client_only) -> None:
     with local_pool(1) as compute:
         items = iter([1, client_only.Thing(2), 3])
-        with pytest.raises(sky.SerializationError, match=r"item of an iterator argument .*client_only_things"):
+        expected = r"item of an iterator argument .*client_only_things"
+        with pytest.raises(sky.SerializationError, match=expected):
             count_items(items) >> compute
         assert add(2, 3) >> compute == 5
 

@@ -212,9 +212,11 @@ def test_payload_that_will_not_unpickle_arrives_as_undecodable_and_the_next_fram
 
 
 def test_undecodable_explains_what_failed_where_and_the_fix() -> None:
-    error = Undecodable(ModuleNotFoundError("No module named 'mine'")).explain("The arguments of f()", "on the worker")
+    missing = Undecodable(ModuleNotFoundError("No module named 'mine'"))
+    error = missing.explain("The arguments of f()", "on the worker")
     assert isinstance(error, SerializationError)
-    assert str(error).startswith("The arguments of f() could not be unpickled on the worker: ModuleNotFoundError")
+    expected = "The arguments of f() could not be unpickled on the worker: ModuleNotFoundError"
+    assert str(error).startswith(expected)
     assert "Image(includes=[...])" in str(error)
     assert isinstance(error.__cause__, ModuleNotFoundError)
 

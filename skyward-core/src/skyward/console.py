@@ -174,7 +174,8 @@ class Console:
                 self._total = nodes
                 for seen in (self._provisioned, self._bootstrapped, self._ready):
                     seen.difference_update([n for n in seen if n >= nodes])  # the highest indices went
-                return _Line("INFO", f"pool resized: {previous} -> {nodes} node(s){_suffix(reason)}", milestone=True)
+                text = f"pool resized: {previous} -> {nodes} node(s){_suffix(reason)}"
+                return _Line("INFO", text, milestone=True)
             case ev.NodeLost(node=node, reason=reason):
                 self._ready.discard(node)
                 return _Line("WARN", f"node {node}: lost{_suffix(reason)}", milestone=True)

@@ -266,7 +266,8 @@ class NodeHandle:
                 self._ready_future.set_exception(error)
         else:
             structlog.get_logger().warning(
-                "skyward.frame_undecodable", node=self.index, frame=repr(frame), error=repr(frame.payload.error)
+                "skyward.frame_undecodable", node=self.index, frame=repr(frame),
+                error=repr(frame.payload.error),
             )
 
     def _fail_undecodable(self, task: TaskState, frame: Frame) -> None:

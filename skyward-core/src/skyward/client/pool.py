@@ -822,7 +822,8 @@ class Pool:
             previous = len(self._instances)
             await self._resize_unlocked(desired)
             if len(self._instances) != previous:
-                self.bus.emit(PoolResized(nodes=len(self._instances), previous=previous, reason=reason, pool=self.name))
+                now = len(self._instances)
+                self.bus.emit(PoolResized(nodes=now, previous=previous, reason=reason, pool=self.name))
 
     async def _resize_unlocked(self, desired: int) -> None:
         current = sorted(self._instances)
@@ -831,8 +832,10 @@ class Pool:
             instances = await self._provider.provision(self.cluster, new)
             for instance in instances:
                 self._instances[instance.node] = instance
-            starts = await asyncio.gather(*(self._start_workers(i, desired) for i in instances), return_exceptions=True)
-            failed = [(i, error) for i, error in zip(instances, starts, strict=True) if isinstance(error, BaseException)]
+            starts = await asyncio.gather(
+                *(self._start_workers(i, desired) for i in instances), return_exceptions=True
+            )
+            failed = [(i, e) for i, e in zip(instances, starts, strict=True) if isinstance(e, BaseException)]
             if failed:
                 # A node that did not start is given back: no half-started machine stays billed,
                 # and broadcasts do not wait for it.
@@ -874,8 +877,11 @@ class Pool:
         if nodes.max is None or nodes.ceiling <= nodes.floor:
             return
         options = self.options
-        self._autoscaler = Autoscaler(floor=nodes.floor, ceiling=nodes.ceiling, cooldown=options.autoscale_cooldown)
-        self._autoscale_timer = asyncio.get_running_loop().call_later(self._autoscale_interval(), self._autoscale_tick)
+        self._autoscaler = Autoscaler(
+            floor=nodes.floor, ceiling=nodes.ceiling, cooldown=options.autoscale_cooldown
+        )
+        loop = asyncio.get_running_loop()
+        self._autoscale_timer = loop.call_later(self._autoscale_interval(), self._autoscale_tick)
 
     def _autoscale_interval(self) -> float:
         """How often the load is sampled: the reconcile tick, or sooner when the cooldown or the
