@@ -61,7 +61,7 @@ IMAGE_PHASES: tuple[str, ...] = ("uv", "venv", "apt", "pip", "env", "includes", 
 #: Where the "github" source installs from.
 GITHUB_URL = "https://github.com/gabfssilva/skyward"
 
-#: Set to 1 by the runner when this run resumes one a lost connection cut off (runner.RESUME_VARIABLE).
+#: Set to 1 by the runner (`run_bootstrap(resume=True)`) when this run resumes one a lost connection cut off.
 RESUME = "SKYWARD_BOOTSTRAP_RESUME"
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")

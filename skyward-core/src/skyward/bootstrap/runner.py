@@ -24,7 +24,7 @@ from skyward.errors import BootstrapFailed
 from skyward.events import BootstrapCommand, BootstrapConsole, BootstrapError, BootstrapPhase, mask_secrets
 
 __all__ = [
-    "DRAIN_GRACE", "RESUME_VARIABLE", "TAIL_LINES", "CommandRunner", "LocalRunner", "RunnerConnectionLost",
+    "DRAIN_GRACE", "TAIL_LINES", "CommandRunner", "LocalRunner", "RunnerConnectionLost",
     "clean_environment", "new_progress", "run_bootstrap",
 ]
 
@@ -33,8 +33,6 @@ TAIL_LINES = 30
 #: After the command exits, how long to keep reading output a leftover background process may hold
 #: (every runner: the command's exit status is what counts, not when its output closes).
 DRAIN_GRACE = 2.0
-#: Set to 1 in the environment of a bootstrap that resumes one cut off by a lost connection.
-RESUME_VARIABLE = RESUME
 #: Variables of the client's interpreter that must not leak into a node's own Python.
 _PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "VIRTUAL_ENV",
                "__PYVENV_LAUNCHER__", "CONDA_PREFIX", "CONDA_DEFAULT_ENV")
@@ -325,7 +323,7 @@ async def run_bootstrap(
     whole bootstrap's limit, named in the timeout message (default `timeout`).
     """
     progress = progress or new_progress(node, emit, secrets)
-    command = f"{RESUME_VARIABLE}=1 bash -s" if resume else "bash -s"
+    command = f"{RESUME}=1 bash -s" if resume else "bash -s"
     try:
         code = await runner.run(command, stdin=script.text, on_line=progress.on_line, timeout=timeout)
     except TimeoutError:
