@@ -148,6 +148,22 @@ class PoolHooks:
                 command = result
         return command
 
+    def worker_launch(
+        self, provider: Any, cluster: Any, *, index: int, total: int, instance: Any, head: Any, worker: Any
+    ) -> LaunchCommand:
+        """Node `index`'s worker command, folded through every plugin's launcher in plugin order.
+
+        One place for the pool (every node it starts) and `sky.plan` (node 0 of a dry run), so the
+        plan shows the line the pool would really run. `worker` is the pool's `sky.Worker`.
+        """
+        context = LaunchContext(
+            node_id=index, num_nodes=total, head_addr=head.private_ip, casty_port=cluster.head_port,
+            private_ip=instance.private_ip, python_bin=provider.python_bin(cluster),
+            venv_dir=provider.venv_dir(cluster), concurrency=worker.concurrency,
+            executor=worker.resolved_executor,
+        )
+        return self.launch_command(LaunchCommand.worker(context.python_bin), context)
+
     def enter_clients(self, stack: contextlib.ExitStack, pool: Any, cluster: Any) -> None:
         """Enter each plugin's `around_client` in order; the stack leaves them in reverse. A failure
         on entering or on leaving is a PluginError naming the plugin."""

@@ -102,27 +102,20 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
 
 
 def _launch_command(provider: Any, cluster: Any, spec: Any, hooks: Any, options: Any) -> Any:
-    """Node 0's worker command, folded through the plugins' launchers as `Pool._launch_command` does.
+    """Node 0's worker command, built as the pool builds it (`PoolHooks.worker_launch`).
 
     The node addresses are the ones the provider gives its instances where it knows them without
     creating anything (`planned_instances`: sky.SSH's hosts); otherwise `Instance`'s defaults. The
     rendezvous port is the pool's own, picked when it starts: the plan shows the default.
     """
-    from skyward.plugin import LaunchCommand, LaunchContext
     from skyward.providers.base import Instance
 
-    total = spec.nodes.desired
     planned = getattr(provider, "planned_instances", None)
     instances = planned(cluster, [0]) if callable(planned) else [Instance(id="plan-0", node=0)]
-    head = instances[0]
-    worker = options.worker_config
-    context = LaunchContext(
-        node_id=0, num_nodes=total, head_addr=head.private_ip, casty_port=cluster.head_port,
-        private_ip=head.private_ip, python_bin=provider.python_bin(cluster),
-        venv_dir=provider.venv_dir(cluster), concurrency=worker.concurrency,
-        executor=worker.resolved_executor,
+    return hooks.worker_launch(
+        provider, cluster, index=0, total=spec.nodes.desired, instance=instances[0], head=instances[0],
+        worker=options.worker_config,
     )
-    return hooks.launch_command(LaunchCommand.worker(context.python_bin), context)
 
 
 def _wheel_file(name: str, version: str) -> str:

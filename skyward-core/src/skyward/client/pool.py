@@ -58,7 +58,7 @@ from skyward.image import env_secrets
 from skyward.instance import InstanceInfo, PeerInfo
 from skyward.logging import register_secret
 from skyward.messages import Hello, StreamRef, TaskMessage
-from skyward.plugin import LaunchCommand, LaunchContext
+from skyward.plugin import LaunchCommand
 from skyward.providers.base import NodeSetup
 from skyward.wire import Kind, check_picklable, encode, is_plain
 
@@ -749,14 +749,10 @@ class Pool:
     def _launch_command(self, index: int, total: int) -> LaunchCommand:
         """The worker's start command, folded through every plugin's launcher in plugin order."""
         instance, head = self._instances[index], self._instances.get(0, self._instances[index])
-        context = LaunchContext(
-            node_id=index, num_nodes=total, head_addr=head.private_ip, casty_port=self.cluster.head_port,
-            private_ip=instance.private_ip, python_bin=self._provider.python_bin(self.cluster),
-            venv_dir=self._provider.venv_dir(self.cluster), concurrency=self.worker.concurrency,
-            executor=self.executor,
+        return self.hooks.worker_launch(
+            self._provider, self.cluster, index=index, total=total, instance=instance, head=head,
+            worker=self.worker,
         )
-        base = LaunchCommand.worker(context.python_bin)
-        return self.hooks.launch_command(base, context)
 
     def _instance_info(self, index: int, total: int) -> InstanceInfo:
         spec, instances = self.spec, self._instances
