@@ -170,7 +170,7 @@ def uv_cache_dir() -> str:
     return str(base / "uv")
 
 
-def start_hosts(folder: Path, count: int) -> SSHHosts:
+def _sshd() -> str:
     sshd = find_sshd()
     if sshd is None:
         raise RuntimeError(
@@ -179,24 +179,39 @@ def start_hosts(folder: Path, count: int) -> SSHHosts:
         )
     if os.geteuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    return sshd
+
+
+def _host_env() -> dict[str, str]:
+    env = {name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)}
+    env["UV_CACHE_DIR"] = uv_cache_dir()
+    return env
+
+
+def _make_home(host_folder: Path) -> Path:
+    home = host_folder / "home"
+    home.mkdir(parents=True)
+    uv = find_uv()
+    if uv is not None:  # the host has uv installed, as `pip install --user uv` would leave it
+        (home / ".local" / "bin").mkdir(parents=True)
+        os.symlink(uv, home / ".local" / "bin" / "uv")
+    return home
+
+
+def start_hosts(folder: Path, count: int) -> SSHHosts:
+    sshd = _sshd()
     user = getpass.getuser()
     client_key = asyncssh.generate_private_key("ssh-ed25519")
     key_file = folder / "client_key"
     write_key(key_file, client_key)
     authorized = folder / "authorized_keys"
     authorized.write_bytes(client_key.export_public_key())
-    env = {name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)}
-    env["UV_CACHE_DIR"] = uv_cache_dir()
-    uv = find_uv()
+    env = _host_env()
     servers = []
     for i in range(count):
         address = f"127.0.0.{i + 2}"
         host_folder = folder / f"host{i}"
-        home = host_folder / "home"
-        home.mkdir(parents=True)
-        if uv is not None:  # the host has uv installed, as `pip install --user uv` would leave it
-            (home / ".local" / "bin").mkdir(parents=True)
-            os.symlink(uv, home / ".local" / "bin" / "uv")
+        home = _make_home(host_folder)
         host_key = asyncssh.generate_private_key("ssh-ed25519")
         write_key(host_folder / "host_key", host_key)
         servers.append(SSHServer(address, free_port(address), user, home, host_folder, host_key))
@@ -209,6 +224,24 @@ def start_hosts(folder: Path, count: int) -> SSHHosts:
         hosts.stop()
         raise
     return hosts
+
+
+def start_machine(folder: Path, address: str, port: int, host_key: str, login_key: str) -> SSHServer:
+    """A cloud machine's sshd, as a cloud's fake API starts one for each instance it creates.
+
+    It answers with `host_key` (the private key the provider handed the machine, as cloud-init
+    or a container's start command would install it) and lets in `login_key` (the pool's key);
+    it runs as this user, in its own home folder under `folder`.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    home = _make_home(folder)
+    key = asyncssh.import_private_key(host_key)
+    write_key(folder / "host_key", key)
+    authorized = folder / "authorized_keys"
+    authorized.write_text(login_key.strip() + "\n")
+    server = SSHServer(address, port, getpass.getuser(), home, folder, key)
+    server.start(_sshd(), authorized, _host_env())
+    return server
 
 
 # -- /proc helpers -----------------------------------------------------------------------------------

@@ -105,3 +105,14 @@ class HostKeyError(SkywardError, ConnectionError):
     The message names the host, the fingerprint it presented and how to trust it (ssh-keyscan,
     known_hosts); Skyward never accepts an unverified host key.
     """
+
+
+class ProvisionError(SkywardError, RuntimeError):
+    """A cloud could not give the pool its machines: no offer matched the spec, the account was
+    refused, or capacity stayed short past `Options.provision_timeout`. The message names the
+    provider, what was asked for and what to change."""
+
+
+class CapacityError(ProvisionError):
+    """The cloud has no capacity for this request right now (spot or on-demand); retried with
+    backoff until `Options.provision_timeout`, then raised."""

@@ -241,6 +241,16 @@ class RemoteNodes:
         for key in [key for key in self._pid_files if key[0] == node]:
             del self._pid_files[key]
 
+    def forget(self, node: int) -> None:
+        """Drop what is known of `node` (its machine is being deleted): its connection is closed."""
+        conn = self._conns.pop(node, None)
+        if conn is not None:
+            conn.close()
+        for table in (self._logins, self._homes, self._facts, self._scripts):
+            table.pop(node, None)
+        for key in [key for key in self._pid_files if key[0] == node]:
+            del self._pid_files[key]
+
     async def close(self) -> None:
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:

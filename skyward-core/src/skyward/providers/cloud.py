@@ -1,0 +1,286 @@
+"""What every cloud provider shares: keys made per pool, pinned host keys, waiting, backoff.
+
+A cloud provider (skyward-aws, skyward-runpod, skyward-vastai, or a third party's) subclasses
+`CloudProvider` and writes only what talks to its API:
+
+- `prepare_cloud(spec, pool_id)`: check credentials, pick an offer, create shared resources;
+- `launch(cluster, nodes)`: ask for one machine per node; return `Instance`s, addresses unknown yet;
+- `refresh(cluster, instances)`: read them back, and return those whose SSH address is known;
+- `destroy(cluster, instances)`: delete them (idempotent: gone is fine);
+- `release(cluster)`: remove what `prepare_cloud` created.
+
+Everything after a machine has an address is `RemoteNodes`' (the same SSH transport, bootstrap
+and worker as `sky.SSH`). Trust is set up before the machine exists: `MachineAccess` makes a
+login key for the pool (`~/.skyward/keys/<pool>_ed25519`) and a *host* key for the machines, and
+the provider hands both to the machine at creation (cloud-init user data, a container's start
+command). The pool then pins that host key: a machine that answers with any other key is refused,
+so no first connection is ever trusted blindly.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import base64
+import shlex
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import asyncssh
+import attrs
+import structlog
+
+from skyward.errors import CapacityError, ProvisionError
+from skyward.logging import register_secret
+from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
+from skyward.providers.remote import RemoteNodes
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward.transport.ssh import SSHChannel
+
+T = TypeVar("T")
+
+#: `Options.provision_timeout` / `provision_retry_delay` when left at None: a cloud machine can
+#: take minutes to boot, and capacity often frees up within a few.
+DEFAULT_PROVISION_TIMEOUT = 600.0
+DEFAULT_RETRY_DELAY = 5.0
+#: How often `wait_for_addresses` reads the machines back.
+POLL_INTERVAL = 2.0
+#: The environment variable a container's start command reads the host key from (base64).
+HOST_KEY_VARIABLE = "SKYWARD_SSH_HOST_KEY"
+
+
+@attrs.frozen(repr=False)
+class MachineAccess:
+    """The keys a new machine is given so that the pool can log in to it and trust it.
+
+    `login_key` is the pool's public key (for `authorized_keys`); `host_key` / `host_key_public`
+    the machine's SSH host key pair, made here so it is known before the machine answers. The
+    private half is a secret: it is kept out of `repr` and registered for masking in logs.
+    """
+
+    login_key: str
+    host_key: str
+    host_key_public: str
+
+    @classmethod
+    def create(cls, login_key: str) -> MachineAccess:
+        key = asyncssh.generate_private_key("ssh-ed25519", comment="skyward host")
+        private = key.export_private_key().decode()
+        access = cls(login_key, private, key.export_public_key().decode().strip())
+        register_secret(access.host_key_b64)
+        for line in private.splitlines():
+            if len(line) > 20 and not line.startswith("-----"):
+                register_secret(line)
+        return access
+
+    def __repr__(self) -> str:
+        return f"MachineAccess(login_key={self.login_key!r}, host_key_public={self.host_key_public!r})"
+
+    @property
+    def host_key_b64(self) -> str:
+        """The private host key in one line, for an environment variable."""
+        return base64.b64encode(self.host_key.encode()).decode()
+
+    def cloud_config(self) -> str:
+        """cloud-init user data that installs the host key and authorises the login key.
+
+        `ssh_keys` replaces the image's generated host keys with ours (`ssh_deletekeys`), so the
+        machine can only answer with the key the pool pins.
+        """
+        indented = "\n".join(f"    {line}" for line in self.host_key.strip().splitlines())
+        lines = [
+            "#cloud-config",
+            "ssh_deletekeys: true",
+            "ssh_genkeytypes: []",
+            "ssh_keys:",
+            "  ed25519_private: |",
+            indented,
+            f"  ed25519_public: {self.host_key_public}",
+            "ssh_authorized_keys:",
+            f"  - {self.login_key}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def container_script(self, ssh_dir: str = "/etc/ssh", home: str = "/root") -> str:
+        """Shell lines a container runs as root before its sshd starts: install the host key
+        (from `$SKYWARD_SSH_HOST_KEY`) as the only one, and authorise the login key for root."""
+        q = shlex.quote
+        key = f"{ssh_dir}/ssh_host_ed25519_key"
+        dot_ssh = f"{home}/.ssh"
+        return "; ".join([
+            f"mkdir -p {q(ssh_dir)} {q(dot_ssh)}",
+            f"rm -f {q(ssh_dir)}/ssh_host_*_key {q(ssh_dir)}/ssh_host_*_key.pub",
+            f'printf %s "${HOST_KEY_VARIABLE}" | base64 -d > {q(key)}',
+            f"chmod 600 {q(key)}",
+            f"printf '%s\\n' {q(self.host_key_public)} > {q(key)}.pub",
+            f"printf '%s\\n' {q(self.login_key)} >> {q(dot_ssh)}/authorized_keys",
+            f"chmod 700 {q(dot_ssh)}",
+            f"chmod 600 {q(dot_ssh)}/authorized_keys",
+        ])
+
+
+async def with_backoff(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    retryable: Callable[[BaseException], bool],
+    deadline: float,
+    delay: float = DEFAULT_RETRY_DELAY,
+    max_attempts: int | None = None,
+    what: str = "request",
+) -> T:
+    """Run `attempt` until it succeeds, retrying what `retryable` accepts with doubling waits
+    (capped at 60 s) until `deadline` (monotonic) or `max_attempts`; then raise the last error."""
+    log = structlog.get_logger()
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return await attempt()
+        except Exception as exc:
+            left = deadline - time.monotonic()
+            if not retryable(exc) or left <= 0 or (max_attempts is not None and tries >= max_attempts):
+                raise
+            wait = min(delay, left, 60.0)
+            log.info("skyward.provision_retry", what=what, attempt=tries, error=str(exc), wait=round(wait, 2))
+            await asyncio.sleep(wait)
+            delay *= 2
+
+
+class CloudProvider(Provider):
+    """The shared half of every cloud provider; subclasses write the API calls (see the module)."""
+
+    name = "cloud"
+    #: A worker whose client went silent past `Spec.ttl` powers its machine off with this.
+    shutdown_command: str | None = "sudo shutdown -h now"
+
+    def __init__(self, *, python: str | None = None) -> None:
+        self.nodes = RemoteNodes(python=python)
+        self.access: MachineAccess | None = None
+        self._log = structlog.get_logger()
+
+    # -- settings ----------------------------------------------------------------------------------
+
+    @property
+    def provision_timeout(self) -> float:
+        value = getattr(self.options, "provision_timeout", None)
+        return float(value) if value is not None else DEFAULT_PROVISION_TIMEOUT
+
+    @property
+    def retry_delay(self) -> float:
+        value = getattr(self.options, "provision_retry_delay", None)
+        return float(value) if value is not None else DEFAULT_RETRY_DELAY
+
+    @property
+    def max_attempts(self) -> int | None:
+        return getattr(self.options, "max_provision_attempts", None)
+
+    async def retry_capacity(self, attempt: Callable[[], Awaitable[T]], what: str) -> T:
+        """`attempt`, retried on `CapacityError` as `Options` says (provision timeout, delay, attempts)."""
+        return await with_backoff(
+            attempt, retryable=lambda exc: isinstance(exc, CapacityError),
+            deadline=time.monotonic() + self.provision_timeout, delay=self.retry_delay,
+            max_attempts=self.max_attempts, what=what,
+        )
+
+    # -- what a cloud writes ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
+        """Check credentials, choose what to launch, create shared resources; nothing billable."""
+
+    @abc.abstractmethod
+    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        """Ask for one machine per node index, given `self.access`; addresses may be unknown."""
+
+    @abc.abstractmethod
+    async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
+        """Read `instances` back; return those now reachable (address and SSH port known).
+
+        Raise `ProvisionError` for one that failed for good (terminated, errored)."""
+
+    @abc.abstractmethod
+    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        """Delete these machines; one already gone is not an error."""
+
+    async def release(self, cluster: Cluster) -> None:
+        """Remove what `prepare_cloud` created (security groups, key pairs...)."""
+
+    # -- the Provider contract ---------------------------------------------------------------------
+
+    async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
+        from skyward.transport.ssh import pool_key
+
+        self.nodes.options = self.options
+        key_file, login_key = pool_key(pool_id)
+        self.nodes.key_file = str(key_file)
+        self.access = MachineAccess.create(login_key)
+        return await self.prepare_cloud(spec, pool_id)
+
+    async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        """Launch, then wait until every machine has an address; on failure delete what started."""
+        launched: list[Instance] = []
+        try:
+            launched = await self.launch(cluster, nodes)
+            return await self.wait_for_addresses(cluster, launched)
+        except BaseException:
+            if launched:
+                await asyncio.shield(self._destroy_quietly(cluster, launched))
+            raise
+
+    async def wait_for_addresses(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
+        """Poll `refresh` until every instance is reachable, within `Options.provision_timeout`."""
+        deadline = time.monotonic() + self.provision_timeout
+        ready: dict[str, Instance] = {}
+        while True:
+            waiting = [i for i in instances if i.id not in ready]
+            for instance in await self.refresh(cluster, waiting):
+                ready[instance.id] = instance
+            if len(ready) == len(instances):
+                host_key = self.access.host_key_public if self.access else ""
+                return [
+                    attrs.evolve(ready[i.id], host_key=ready[i.id].host_key or host_key) for i in instances
+                ]
+            if time.monotonic() >= deadline:
+                missing = ", ".join(i.id for i in instances if i.id not in ready)
+                raise ProvisionError(
+                    f"{self.name}: {missing} had no SSH address after {self.provision_timeout:.0f} s; "
+                    "raise Options(provision_timeout=...) or try another region or accelerator"
+                )
+            await asyncio.sleep(POLL_INTERVAL)
+
+    def python_bin(self, cluster: Cluster) -> str:
+        return self.nodes.python_bin()
+
+    def venv_dir(self, cluster: Cluster) -> str:
+        return self.nodes.venv_dir()
+
+    def bootstrap_args(self) -> dict[str, Any]:
+        return self.nodes.bootstrap_args()
+
+    async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> SSHChannel:
+        return await self.nodes.start_worker(cluster, instance, setup)
+
+    async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
+        """Delete the machines; whatever ran on them goes with them."""
+        for instance in instances:
+            self.nodes.forget(instance.node)
+        await self.destroy(cluster, instances)
+
+    async def teardown(self, cluster: Cluster) -> None:
+        from skyward.transport.ssh import remove_pool_key
+
+        try:
+            await self.nodes.close()
+            await self.release(cluster)
+        finally:
+            remove_pool_key(cluster.id)
+
+    async def _destroy_quietly(self, cluster: Cluster, instances: Sequence[Instance]) -> None:
+        try:
+            await self.destroy(cluster, list(instances))
+        except Exception as exc:  # noqa: BLE001 - reported; the launch error is the one raised
+            ids = ", ".join(i.id for i in instances)
+            self._log.error("skyward.cloud_destroy_failed", provider=self.name, instances=ids, error=str(exc))

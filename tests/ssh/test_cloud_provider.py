@@ -1,0 +1,254 @@
+"""`CloudProvider`, the half every cloud shares, on a toy cloud whose machines are loopback sshd's.
+
+The toy cloud is what a third-party provider writes: `launch` asks for machines (here it starts an
+OpenSSH server per node, given the host key and login key the pool made, as cloud-init or a
+container's start command would install them), `refresh` reports their addresses, `destroy`
+stops them. Everything else (keys, pinning, waiting, clean-up on failure) is the base's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import yaml
+from ssh_hosts import SSHServer, free_port, start_machine, workers_of
+
+import skyward as sky
+from skyward.errors import CapacityError, HostKeyError, ProvisionError
+from skyward.logging import registered_secrets
+from skyward.providers.base import Cluster, Instance
+from skyward.providers.cloud import CloudProvider, MachineAccess, with_backoff
+
+_addresses = itertools.count(2)
+
+
+@attrs.define
+class ToyCloud:
+    """The cloud's side: its machines by id, and what it was asked to do."""
+
+    folder: Path
+    machines: dict[str, SSHServer] = attrs.field(factory=dict)
+    destroyed: list[str] = attrs.field(factory=list)
+    released: list[str] = attrs.field(factory=list)
+    #: Answer with this host key instead of the one the pool handed over (an impostor).
+    impostor_key: str | None = None
+    #: Never give the machines an address.
+    never_ready: bool = False
+
+    def stop(self) -> None:
+        for server in self.machines.values():
+            server.stop()
+
+
+class ToyProvider(CloudProvider):
+    name = "toy"
+
+    def __init__(self, cloud: ToyCloud) -> None:
+        super().__init__(python=__import__("sys").executable)
+        self.cloud = cloud
+
+    async def prepare_cloud(self, spec: Any, pool_id: str) -> Cluster:
+        return Cluster(id=pool_id, provider=self.name, spec=spec)
+
+    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        assert self.access is not None
+        instances = []
+        for node in nodes:
+            machine_id = f"{cluster.id}-m{node}"
+            address = f"127.0.3.{next(_addresses)}"
+            host_key = self.cloud.impostor_key or self.access.host_key
+            server = await asyncio.to_thread(
+                start_machine, self.cloud.folder / machine_id, address, free_port(address), host_key,
+                self.access.login_key,
+            )
+            self.cloud.machines[machine_id] = server
+            instances.append(Instance(id=machine_id, node=node, ssh_user=server.user))
+        return instances
+
+    async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
+        if self.cloud.never_ready:
+            return []
+        ready = []
+        for instance in instances:
+            server = self.cloud.machines[instance.id]
+            ready.append(attrs.evolve(
+                instance, public_ip=server.address, private_ip=server.address, ssh_port=server.port
+            ))
+        return ready
+
+    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        for instance in instances:
+            server = self.cloud.machines.pop(instance.id, None)
+            if server is not None:
+                await asyncio.to_thread(server.stop)
+                self.cloud.destroyed.append(instance.id)
+
+    async def release(self, cluster: Cluster) -> None:
+        self.cloud.released.append(cluster.id)
+
+
+@attrs.frozen
+class Toy:
+    cloud: ToyCloud = attrs.field(eq=False)
+
+    @property
+    def name(self) -> str:
+        return "toy"
+
+    def create(self) -> ToyProvider:
+        return ToyProvider(self.cloud)
+
+
+@pytest.fixture
+def cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("SKYWARD_HOME", str(tmp_path / "skyward-home"))
+    toy = ToyCloud(tmp_path / "machines")
+    try:
+        yield toy
+    finally:
+        toy.stop()
+
+
+def toy_pool(cloud: ToyCloud, **kwargs: Any) -> sky.Compute:
+    kwargs.setdefault("console", False)
+    kwargs.setdefault("logging", False)
+    return sky.Compute(provider=Toy(cloud), **kwargs)
+
+
+@sky.function
+def where() -> tuple[int, str]:
+    import os
+
+    return sky.instance_info().node, os.environ["HOME"]
+
+
+def test_a_pool_on_a_cloud_runs_on_its_machines_and_deletes_them_on_exit(
+    cloud: ToyCloud, tmp_path: Path
+) -> None:
+    with toy_pool(cloud, nodes=2) as pool:
+        homes = {server.home for server in cloud.machines.values()}
+        answers = where() @ pool
+        assert sorted(node for node, _ in answers) == [0, 1]
+        assert {home for _, home in answers} == {str(h) for h in homes}
+        pool_id = pool.name
+    assert sorted(cloud.destroyed) == [f"{pool_id}-m0", f"{pool_id}-m1"]
+    assert cloud.released == [pool_id]
+    assert not any(workers_of(home) for home in homes)
+    assert not list((tmp_path / "skyward-home" / "keys").glob("*")), "the pool's login key outlived it"
+
+
+def test_a_machine_answering_with_another_host_key_is_refused_and_still_deleted(cloud: ToyCloud) -> None:
+    import asyncssh
+
+    cloud.impostor_key = asyncssh.generate_private_key("ssh-ed25519").export_private_key().decode()
+    with pytest.raises(HostKeyError), toy_pool(cloud, nodes=1, options=sky.Options(ssh_timeout=5)):
+        pass
+    assert cloud.machines == {}
+    assert len(cloud.destroyed) == 1
+
+
+def test_machines_that_never_get_an_address_are_deleted_when_provisioning_times_out(
+    cloud: ToyCloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("skyward.providers.cloud.POLL_INTERVAL", 0.05)
+    cloud.never_ready = True
+    with pytest.raises(ProvisionError, match="provision_timeout"):
+        with toy_pool(cloud, nodes=2, options=sky.Options(provision_timeout=1)):
+            pass
+    assert cloud.machines == {}
+    assert len(cloud.destroyed) == 2
+
+
+# -- the keys ----------------------------------------------------------------------------------------
+
+
+def test_the_machine_access_keeps_its_private_host_key_out_of_repr_and_logs() -> None:
+    access = MachineAccess.create("ssh-ed25519 AAAAlogin pool")
+    assert "PRIVATE" not in repr(access)
+    assert access.host_key_b64 in registered_secrets()
+    body = [line for line in access.host_key.splitlines() if not line.startswith("-----")]
+    assert all(line in registered_secrets() for line in body if len(line) > 20)
+
+
+def test_cloud_init_user_data_installs_our_host_key_and_authorises_the_login_key() -> None:
+    access = MachineAccess.create("ssh-ed25519 AAAAlogin pool")
+    data = access.cloud_config()
+    assert data.startswith("#cloud-config\n")
+    config = yaml.safe_load(data)
+    assert config["ssh_keys"]["ed25519_private"].strip() == access.host_key.strip()
+    assert config["ssh_keys"]["ed25519_public"] == access.host_key_public
+    assert config["ssh_authorized_keys"] == [access.login_key]
+    assert config["ssh_deletekeys"] is True
+
+
+def test_a_containers_start_script_installs_our_host_key_as_the_only_one(tmp_path: Path) -> None:
+    access = MachineAccess.create("ssh-ed25519 AAAAlogin pool")
+    ssh_dir, home = tmp_path / "etc-ssh", tmp_path / "root"
+    ssh_dir.mkdir()
+    (ssh_dir / "ssh_host_rsa_key").write_text("the image's own key")
+    (ssh_dir / "ssh_host_rsa_key.pub").write_text("ssh-rsa AAAA image")
+    subprocess.run(
+        ["bash", "-c", access.container_script(ssh_dir=str(ssh_dir), home=str(home))],
+        env={"SKYWARD_SSH_HOST_KEY": access.host_key_b64, "PATH": "/usr/bin:/bin"}, check=True,
+    )
+    assert sorted(p.name for p in ssh_dir.iterdir()) == ["ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"]
+    assert (ssh_dir / "ssh_host_ed25519_key").read_text() == access.host_key
+    assert (ssh_dir / "ssh_host_ed25519_key").stat().st_mode & 0o777 == 0o600
+    assert (ssh_dir / "ssh_host_ed25519_key.pub").read_text().strip() == access.host_key_public
+    assert (home / ".ssh" / "authorized_keys").read_text() == access.login_key + "\n"
+    assert base64.b64decode(access.host_key_b64).decode() == access.host_key
+
+
+# -- retrying ----------------------------------------------------------------------------------------
+
+
+def test_capacity_errors_are_retried_until_the_cloud_has_room() -> None:
+    calls = []
+
+    async def attempt() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise CapacityError("no capacity")
+        return "machine"
+
+    result = asyncio.run(with_backoff(
+        attempt, retryable=lambda e: isinstance(e, CapacityError), deadline=time.monotonic() + 10, delay=0.01
+    ))
+    assert (result, len(calls)) == ("machine", 3)
+
+
+def test_an_error_that_is_not_retryable_is_raised_at_once() -> None:
+    calls = []
+
+    async def attempt() -> str:
+        calls.append(1)
+        raise ProvisionError("account suspended")
+
+    with pytest.raises(ProvisionError, match="suspended"):
+        asyncio.run(with_backoff(
+            attempt, retryable=lambda e: isinstance(e, CapacityError), deadline=time.monotonic() + 10,
+            delay=0.01,
+        ))
+    assert len(calls) == 1
+
+
+def test_retrying_stops_after_max_attempts_with_the_last_error() -> None:
+    calls = []
+
+    async def attempt() -> str:
+        calls.append(1)
+        raise CapacityError(f"no capacity ({len(calls)})")
+
+    with pytest.raises(CapacityError, match=r"\(2\)"):
+        asyncio.run(with_backoff(
+            attempt, retryable=lambda e: isinstance(e, CapacityError), deadline=time.monotonic() + 10,
+            delay=0.01, max_attempts=2,
+        ))
