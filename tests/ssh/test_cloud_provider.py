@@ -42,6 +42,10 @@ class ToyCloud:
     impostor_key: str | None = None
     #: Never give the machines an address.
     never_ready: bool = False
+    #: Fail the API call that creates this node's machine, after the earlier ones were created.
+    fail_at_node: int | None = None
+    #: Fail every delete (an API outage at the end).
+    refuse_deletes: bool = False
 
     def stop(self) -> None:
         for server in self.machines.values():
@@ -62,6 +66,8 @@ class ToyProvider(CloudProvider):
         assert self.access is not None
         instances = []
         for node in nodes:
+            if node == self.cloud.fail_at_node:
+                raise ProvisionError(f"the toy cloud refused node {node}")
             machine_id = f"{cluster.id}-m{node}"
             address = f"127.0.3.{next(_addresses)}"
             host_key = self.cloud.impostor_key or self.access.host_key
@@ -85,6 +91,8 @@ class ToyProvider(CloudProvider):
         return ready
 
     async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        if self.cloud.refuse_deletes:
+            raise ProvisionError("the toy cloud's API is down")
         for instance in instances:
             server = self.cloud.machines.pop(instance.id, None)
             if server is not None:
@@ -93,6 +101,9 @@ class ToyProvider(CloudProvider):
 
     async def release(self, cluster: Cluster) -> None:
         self.cloud.released.append(cluster.id)
+
+    async def leftovers(self, cluster: Cluster) -> list[Instance]:
+        return [Instance(id=i, node=-1) for i in self.cloud.machines if i.startswith(f"{cluster.id}-")]
 
 
 @attrs.frozen
@@ -165,6 +176,25 @@ def test_machines_that_never_get_an_address_are_deleted_when_provisioning_times_
             pass
     assert cloud.machines == {}
     assert len(cloud.destroyed) == 2
+
+
+def test_a_machine_whose_launch_never_answered_is_found_by_its_pool_id_and_deleted(cloud: ToyCloud) -> None:
+    cloud.fail_at_node = 1  # node 0's machine exists, but `launch` raised before returning it
+    with pytest.raises(ProvisionError, match="refused node 1"):
+        with toy_pool(cloud, nodes=2):
+            pass
+    assert cloud.machines == {}
+    assert [i.rsplit("-", 1)[1] for i in cloud.destroyed] == ["m0"]
+
+
+def test_a_failed_delete_is_reported_naming_the_machines_and_the_pool_still_exits(cloud: ToyCloud) -> None:
+    events: list[Any] = []
+    with toy_pool(cloud, nodes=1, on_event=events.append) as pool:
+        assert where() >> pool
+        cloud.refuse_deletes = True
+        machine = next(iter(cloud.machines))
+    errors = [e.message for e in events if isinstance(e, sky.Error)]
+    assert any(f"could not terminate {machine}" in m and "API is down" in m for m in errors), errors
 
 
 # -- the keys ----------------------------------------------------------------------------------------

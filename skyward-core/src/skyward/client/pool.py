@@ -979,14 +979,30 @@ class Pool:
         self._scheduler.nodes.clear()
         if self._provider is not None and self.cluster is not None:
             instances = list(self._instances.values())
-            with contextlib.suppress(Exception):
+            try:
                 await self._provider.terminate(self.cluster, instances)
-            for instance in instances:
-                self.bus.emit(InstanceDestroyed(node=instance.node, instance_id=instance.id, pool=self.name))
-            with contextlib.suppress(Exception):
+            except Exception as exc:  # noqa: BLE001 - reported: a machine may outlive the pool
+                ids = ", ".join(i.id for i in instances)
+                self._report_cleanup_failure(f"could not terminate {ids}", exc)
+            else:
+                for instance in instances:
+                    self.bus.emit(InstanceDestroyed(node=instance.node, instance_id=instance.id, pool=self.name))
+            try:
                 await self._provider.teardown(self.cluster)
+            except Exception as exc:  # noqa: BLE001 - reported, as above
+                self._report_cleanup_failure("could not remove what it created", exc)
         self._instances.clear()
         self.bus.emit(ClusterDestroyed(reason=reason, pool=self.name))
+
+    def _report_cleanup_failure(self, what: str, exc: BaseException) -> None:
+        """Say loudly that something of this pool may still exist (and cost money), and what."""
+        provider = getattr(self._provider, "name", "the provider")
+        message = (
+            f"{self.name}: {provider} {what} ({type(exc).__name__}: {exc}); check the provider's "
+            "console and delete anything tagged with this pool's id"
+        )
+        self._log.error("skyward.cleanup_failed", pool=self.name, provider=provider, error=str(exc))
+        self.bus.emit(Error(message=message, fatal=False, pool=self.name))
 
     # -- observability and signals -----------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ A cloud provider (skyward-aws, skyward-runpod, skyward-vastai, or a third party'
 - `launch(cluster, nodes)`: ask for one machine per node; return `Instance`s, addresses unknown yet;
 - `refresh(cluster, instances)`: read them back, and return those whose SSH address is known;
 - `destroy(cluster, instances)`: delete them (idempotent: gone is fine);
-- `release(cluster)`: remove what `prepare_cloud` created.
+- `release(cluster)`: remove what `prepare_cloud` created;
+- `leftovers(cluster)`: the pool's machines the cloud still lists (by tag or name), deleted at
+  teardown: the safety net for a creation whose answer never came back.
 
 Everything after a machine has an address is `RemoteNodes`' (the same SSH transport, bootstrap
 and worker as `sky.SSH`). Trust is set up before the machine exists: `MachineAccess` makes a
@@ -208,6 +210,12 @@ class CloudProvider(Provider):
     async def release(self, cluster: Cluster) -> None:
         """Remove what `prepare_cloud` created (security groups, key pairs...)."""
 
+    async def leftovers(self, cluster: Cluster) -> list[Instance]:
+        """Machines of this pool the cloud still has, found by its tag or name (`teardown` deletes
+        them). The safety net for a machine whose creation was under way when a start failed or was
+        interrupted, so its id never came back: write it for every cloud that can list by tag."""
+        return []
+
     # -- the Provider contract ---------------------------------------------------------------------
 
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
@@ -274,6 +282,12 @@ class CloudProvider(Provider):
 
         try:
             await self.nodes.close()
+            left = await self.leftovers(cluster)
+            if left:
+                self._log.warning(
+                    "skyward.cloud_leftovers", provider=self.name, instances=", ".join(i.id for i in left)
+                )
+                await self.destroy(cluster, left)
             await self.release(cluster)
         finally:
             remove_pool_key(cluster.id)
