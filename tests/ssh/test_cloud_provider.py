@@ -76,7 +76,7 @@ class ToyProvider(CloudProvider):
                 self.access.login_key,
             )
             self.cloud.machines[machine_id] = server
-            instances.append(Instance(id=machine_id, node=node, ssh_user=server.user))
+            instances.append(Instance(id=machine_id, node=node, ssh_user=server.user, hourly_rate=36.0))
         return instances
 
     async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
@@ -195,6 +195,17 @@ def test_a_failed_delete_is_reported_naming_the_machines_and_the_pool_still_exit
         machine = next(iter(cloud.machines))
     errors = [e.message for e in events if isinstance(e, sky.Error)]
     assert any(f"could not terminate {machine}" in m and "API is down" in m for m in errors), errors
+
+
+def test_the_pool_reports_what_its_machines_cost_when_it_closes(cloud: ToyCloud) -> None:
+    events: list[Any] = []
+    started = time.monotonic()
+    with toy_pool(cloud, nodes=2, on_event=events.append):
+        pass
+    held = time.monotonic() - started
+    [closed] = [e for e in events if isinstance(e, sky.ClusterDestroyed)]
+    assert 0 < closed.seconds <= held
+    assert 0 < closed.cost <= 2 * 36.0 * held / 3600  # two machines at $36 an hour, at most that long
 
 
 # -- the keys ----------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from skyward.client.loop import LoopThread
 from skyward.client.node import NodeHandle
 from skyward.client.scheduler import Scheduler
 from skyward.client.shipping import ship
+from skyward.client.spend import Spend
 from skyward.client.tasks import RemoteGenerator, TaskState, Waiter
 from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError, SerializationError
 from skyward.events import (
@@ -110,6 +111,8 @@ class Pool:
         self.image: Any = None
         self._provider: Any = None
         self._instances: dict[int, Any] = {}
+        self._spend = Spend()
+        self._requested_at = time.monotonic()
         self._replacing: set[int] = set()
         #: Why the last node that could not be replaced was given up, for tasks that then cannot run.
         self._lost_reason = ""
@@ -645,8 +648,7 @@ class Pool:
             others = [n for n in self._scheduler.nodes.values() if n.index == index and n.key != key]
             lost = self._instances.pop(index, None) if not others else None
             if lost is not None and self._provider is not None:
-                with contextlib.suppress(Exception):
-                    await self._provider.terminate(self.cluster, [lost])
+                await self._terminate([lost])
             for task in self._scheduler.drain():
                 if task.target == key:
                     task.fail(NodeLostError(f"Node {index} was lost and could not be replaced: {exc}"))
@@ -671,7 +673,7 @@ class Pool:
 
     async def _start(self) -> None:
         self.bus.emit(ClusterRequested(spec_summary=_describe(self.specs), nodes=self.specs[0].nodes.desired, pool=self.name))
-        started = time.monotonic()
+        started = self._requested_at = time.monotonic()
         errors: list[str] = []
         for spec in self._specs_in_selection_order():
             try:
@@ -716,6 +718,7 @@ class Pool:
         self.workers_per_node = self.hooks.workers_per_node(spec)
         count = spec.nodes.desired
         instances = await self._provider.provision(self.cluster, list(range(count)))
+        self._spend.started(instances)
         for instance in instances:
             self._instances[instance.node] = instance
             self.bus.emit(InstanceProvisioned(node=instance.node, instance_id=instance.id, instance=None, pool=self.name))
@@ -826,6 +829,7 @@ class Pool:
         if desired > len(current):
             new = list(range(max(current, default=-1) + 1, max(current, default=-1) + 1 + desired - len(current)))
             instances = await self._provider.provision(self.cluster, new)
+            self._spend.started(instances)
             for instance in instances:
                 self._instances[instance.node] = instance
             starts = await asyncio.gather(
@@ -850,7 +854,7 @@ class Pool:
                         self._scheduler.requeue(task)
                     node.inflight.clear()
                     await node.channel.close(self.options.shutdown_timeout)
-                await self._provider.terminate(self.cluster, [instance])
+                await self._terminate([instance])
             self._announce_places()
             self._scheduler.pump()
 
@@ -862,8 +866,22 @@ class Pool:
                 del self._scheduler.nodes[node.key]
                 node.lost = True
                 await node.channel.close(timeout=1)
-        with contextlib.suppress(Exception):
+        await self._terminate(instances)
+
+    async def _terminate(self, instances: list[Any]) -> None:
+        """Terminate machines the pool lets go; a failure is reported, never swallowed, since a
+        machine left running costs money."""
+        if not instances or self._provider is None:
+            return
+        try:
             await self._provider.terminate(self.cluster, instances)
+        except Exception as exc:  # noqa: BLE001 - reported; the pool goes on
+            self._report_cleanup_failure(f"could not terminate {', '.join(i.id for i in instances)}", exc)
+        else:
+            for instance in instances:
+                self.bus.emit(InstanceDestroyed(node=instance.node, instance_id=instance.id, pool=self.name))
+        finally:
+            self._spend.stopped(instances)
 
     # -- elastic pools ---------------------------------------------------------------------------------
 
@@ -978,21 +996,15 @@ class Pool:
             node.flush_logs()
         self._scheduler.nodes.clear()
         if self._provider is not None and self.cluster is not None:
-            instances = list(self._instances.values())
-            try:
-                await self._provider.terminate(self.cluster, instances)
-            except Exception as exc:  # noqa: BLE001 - reported: a machine may outlive the pool
-                ids = ", ".join(i.id for i in instances)
-                self._report_cleanup_failure(f"could not terminate {ids}", exc)
-            else:
-                for instance in instances:
-                    self.bus.emit(InstanceDestroyed(node=instance.node, instance_id=instance.id, pool=self.name))
+            await self._terminate(list(self._instances.values()))
             try:
                 await self._provider.teardown(self.cluster)
             except Exception as exc:  # noqa: BLE001 - reported, as above
                 self._report_cleanup_failure("could not remove what it created", exc)
         self._instances.clear()
-        self.bus.emit(ClusterDestroyed(reason=reason, pool=self.name))
+        self.bus.emit(ClusterDestroyed(
+            reason=reason, seconds=time.monotonic() - self._requested_at, cost=self._spend.usd, pool=self.name
+        ))
 
     def _report_cleanup_failure(self, what: str, exc: BaseException) -> None:
         """Say loudly that something of this pool may still exist (and cost money), and what."""
