@@ -171,7 +171,7 @@ def test_machines_that_never_get_an_address_are_deleted_when_provisioning_times_
 ) -> None:
     monkeypatch.setattr("skyward.providers.cloud.POLL_INTERVAL", 0.05)
     cloud.never_ready = True
-    with pytest.raises(ProvisionError, match="provision_timeout"):
+    with pytest.raises(sky.ProvisionError, match="provision_timeout"):
         with toy_pool(cloud, nodes=2, options=sky.Options(provision_timeout=1)):
             pass
     assert cloud.machines == {}
@@ -288,7 +288,7 @@ def test_retrying_stops_after_max_attempts_with_the_last_error() -> None:
         calls.append(1)
         raise CapacityError(f"no capacity ({len(calls)})")
 
-    with pytest.raises(CapacityError, match=r"\(2\)"):
+    with pytest.raises(sky.CapacityError, match=r"\(2\)"):
         asyncio.run(with_backoff(
             attempt, retryable=lambda e: isinstance(e, CapacityError), deadline=time.monotonic() + 10,
             delay=0.01, max_attempts=2,

@@ -32,9 +32,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "skyward.client.pool": ("Pool",),
     "skyward.client.session": ("MultiPool", "Session", "pool"),
     "skyward.errors": (
-        "BootstrapFailed", "ConfigurationError", "HostKeyError", "MissingPackageError", "NodeLostError",
-        "NoActivePoolError", "PluginError", "PoolClosedError", "RemoteError", "SerializationError",
-        "SkywardError", "TaskProcessError",
+        "BootstrapFailed", "CapacityError", "ConfigurationError", "HostKeyError", "MissingPackageError",
+        "NodeLostError", "NoActivePoolError", "PluginError", "PoolClosedError", "ProvisionError", "RemoteError",
+        "SerializationError", "SkywardError", "TaskProcessError",
     ),
     "skyward.events": (
         "BootstrapCommand", "BootstrapConsole", "BootstrapError", "BootstrapPhase", "BootstrapRequested",
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from skyward.client.session import MultiPool, Session, pool
     from skyward.errors import (
         BootstrapFailed,
+        CapacityError,
         ConfigurationError,
         HostKeyError,
         MissingPackageError,
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
         NodeLostError,
         PluginError,
         PoolClosedError,
+        ProvisionError,
         RemoteError,
         SerializationError,
         SkywardError,
@@ -165,14 +167,14 @@ def _provider_class(name: str) -> Any:
 __all__ = [
     "DEFAULT_IMAGE", "AcceleratorInfo", "BootstrapCommand", "BootstrapConsole", "BootstrapError",
     "BootstrapFailed", "BootstrapPhase", "BootstrapRequested", "CallbackWriter", "ClusterDestroyed",
-    "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Compute", "ComputePool", "ConfigurationError",
+    "CapacityError", "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Compute", "ComputePool", "ConfigurationError",
     "DistributedSampler", "Error", "Event", "HostKeyError", "Image", "InstanceBootstrapped", "InstanceDestroyed",
     "InstanceInfo",
     "InstanceLaunched", "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "InstanceRequested",
     "InstanceRunning", "Local", "Log", "LogConfig", "Metric", "Metrics", "MissingPackageError", "MultiPool", "NetworkInfo",
     "NoActivePoolError", "NodeLost", "NodeLostError", "NodeReady", "Nodes", "Options", "PeerInfo",
     "PendingCompute", "PendingFunction", "PendingFunctionGroup", "PipIndex", "Plugin", "PluginError", "Pool",
-    "PoolClosedError", "PoolResized", "RemoteError", "RemoteFunction", "S3Volume", "SerializationError",
+    "PoolClosedError", "PoolResized", "ProvisionError", "RemoteError", "RemoteFunction", "S3Volume", "SerializationError",
     "Session",
     "ShutdownRequested", "SkywardError", "Spec", "TaskCompleted", "TaskProcessError", "TaskRetried",
     "TaskStarted", "Volume",
