@@ -1,7 +1,8 @@
 """Hook implementations that skyward-core discovers through the `skyward` entry point.
 
-This distribution registers no names yet: until it does, `skyward.registry` reports that the
-package is installed but offers nothing, instead of handing out a class that fails later.
+`sky.RunPod` and `provider="runpod"` resolve through `skyward_providers`. The class is imported
+here, lazily for the provider half: the config module is light, and the API client loads only
+when a pool starts.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from skyward.hookspecs import hookimpl
 
 @hookimpl
 def skyward_providers() -> dict[str, object]:
-    return {}
+    from skyward_runpod.config import RunPod
+
+    return {"RunPod": RunPod}
 
 
 @hookimpl

@@ -1,0 +1,135 @@
+"""What a pod is asked to be (the create request, its start command) and what it says back.
+
+The start command is the container's whole life: install the pool's host key and login key
+(`MachineAccess.container_script`, reading the private key from `$SKYWARD_SSH_HOST_KEY`), start
+sshd with exactly that host key (installing openssh-server first on an image without it), then
+keep the container alive. RunPod's own images would also read `PUBLIC_KEY` in their start script;
+it is set too, so a pod made from a template behaves the same. Skyward's workers then arrive over
+SSH, like on any other machine.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from skyward.providers.cloud import HOST_KEY_VARIABLE
+
+if TYPE_CHECKING:
+    from skyward.providers.cloud import MachineAccess
+    from skyward.spec import Spec
+    from skyward_runpod.config import RunPod
+    from skyward_runpod.gpus import Offer
+
+#: The one port a pod exposes: sshd, over RunPod's public TCP mapping.
+SSH_PORT = "22/tcp"
+#: The environment variable holding the pool id, so a pod says which pool it belongs to.
+POOL_VARIABLE = "SKYWARD_POOL"
+#: RunPod has no tags: a pod belongs to a pool by its name, `skyward-<pool>-<node>`.
+NAME_PREFIX = "skyward-"
+
+
+def pod_name(pool_id: str, node: int) -> str:
+    return f"{pool_prefix(pool_id)}{node}"
+
+
+def pool_prefix(pool_id: str) -> str:
+    return f"{NAME_PREFIX}{pool_id}-"
+
+
+def start_command(access: MachineAccess, *, ssh_dir: str = "/etc/ssh", home: str = "/root") -> str:
+    """The shell the pod's container runs (as root): keys, then sshd, then stay up.
+
+    `set -e` stops the container if the keys cannot be installed: a pod that cannot prove its
+    identity must never answer. sshd is started with `-h` on our key, so whatever the image's
+    sshd_config lists, it can only present the key the pool pins.
+    """
+    q = shlex.quote
+    key = f"{ssh_dir}/ssh_host_ed25519_key"
+    return "\n".join([
+        "set -e",
+        f'test -n "${HOST_KEY_VARIABLE}" || {{ echo "{HOST_KEY_VARIABLE} is not set" >&2; exit 1; }}',
+        'export PATH="$PATH:/usr/sbin:/usr/local/sbin"',
+        access.container_script(ssh_dir=ssh_dir, home=home),
+        "if ! command -v sshd >/dev/null 2>&1; then",
+        "  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server",
+        "fi",
+        "mkdir -p /run/sshd 2>/dev/null || true",
+        f'"$(command -v sshd)" -h {q(key)}',
+        "exec sleep infinity",
+    ])
+
+
+def pod_request(
+    *,
+    config: RunPod,
+    spec: Spec,
+    offer: Offer,
+    access: MachineAccess,
+    pool_id: str,
+    node: int,
+) -> dict[str, Any]:
+    """The `POST /pods` body for one node (fields as RunPod's "Create a new Pod" documents them)."""
+    body: dict[str, Any] = {
+        "name": pod_name(pool_id, node),
+        "imageName": config.container_image,
+        "cloudType": offer.cloud,
+        "containerDiskInGb": spec.disk_gb or config.container_disk_gb,
+        "ports": [SSH_PORT],
+        "supportPublicIp": True,
+        "env": {
+            HOST_KEY_VARIABLE: access.host_key_b64,
+            "PUBLIC_KEY": access.login_key,
+            POOL_VARIABLE: pool_id,
+        },
+        "dockerEntrypoint": ["bash", "-c"],
+        "dockerStartCmd": [start_command(access)],
+    }
+    data_centers = config.data_center_ids or ((spec.region,) if spec.region else None)
+    if data_centers:
+        body["dataCenterIds"] = list(data_centers)
+    if offer.gpu_types:
+        body["computeType"] = "GPU"
+        body["gpuTypeIds"] = [t.id for t in offer.gpu_types]
+        body["gpuCount"] = offer.count
+        body["interruptible"] = offer.interruptible
+        if spec.vcpus:
+            body["minVCPUPerGPU"] = math.ceil(spec.vcpus / offer.count)
+        if spec.memory_gb:
+            body["minRAMPerGPU"] = math.ceil(spec.memory_gb / offer.count)
+    else:
+        body["computeType"] = "CPU"
+        if spec.vcpus:
+            body["vcpuCount"] = math.ceil(spec.vcpus)
+    return body
+
+
+def ssh_address(pod: dict[str, Any]) -> tuple[str, int] | None:
+    """(public IP, public port of 22) once RunPod reports both, else None (still starting)."""
+    ip = pod.get("publicIp")
+    mappings = pod.get("portMappings") or {}
+    port = mappings.get("22") if isinstance(mappings, dict) else None
+    if not ip or port in (None, "", 0):
+        return None
+    try:
+        return str(ip), int(port)
+    except (TypeError, ValueError):
+        return None
+
+
+def cost_per_hour(pod: dict[str, Any]) -> float:
+    """`costPerHr` (RunPod sends it as a string, "0.74"); 0.0 when missing."""
+    for field in ("adjustedCostPerHr", "costPerHr"):
+        try:
+            value = float(pod.get(field) or 0)
+        except (TypeError, ValueError):
+            continue
+        if value > 0:
+            return value
+    return 0.0
+
+
+def gone(pod: dict[str, Any] | None) -> bool:
+    """Whether the pod ended for good: deleted, terminated, or its container exited."""
+    return pod is None or pod.get("desiredStatus") in ("TERMINATED", "EXITED")

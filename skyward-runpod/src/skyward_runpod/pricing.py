@@ -1,0 +1,54 @@
+"""`RunPod.hourly_price(spec)`: what a node would cost, read from RunPod's GPU type listing.
+
+The pool calls it synchronously while choosing between specs (`Options(selection="cheapest")`),
+from inside its event loop, so the listing is fetched on a short-lived thread with a loop of its
+own. It never raises: a price it cannot know is None, and the pool then tries this spec last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import TYPE_CHECKING
+
+import structlog
+
+from skyward_runpod.api import LOGGER, RunPodAPI
+from skyward_runpod.config import whole_gpus
+from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward_runpod.config import RunPod
+
+#: How long choosing a spec may wait for RunPod's listing.
+PRICE_TIMEOUT = 15.0
+
+
+async def gpu_types(api: RunPodAPI) -> list[GpuType]:
+    return [GpuType.from_api(raw) for raw in await api.gpu_types() if raw.get("id")]
+
+
+async def _estimate(config: RunPod, spec: Spec) -> float | None:
+    api = RunPodAPI(config.api_key, config.rest_url, config.gql_url)
+    try:
+        count = whole_gpus(spec.accelerator.count)  # type: ignore[union-attr]
+        types = match_gpu_types(spec.accelerator, await gpu_types(api), count)
+        offers = plan_offers(types, count, config.clouds, spec.allocation, spec.max_hourly_cost)
+        return offers[0].price
+    finally:
+        await api.close()
+
+
+def estimate_hourly_price(config: RunPod, spec: Spec) -> float | None:
+    """Per node per hour for the first offer the pool would try; None for CPU pods or on any error."""
+    if spec.accelerator is None:
+        return None
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="runpod-price")
+    try:
+        return pool.submit(asyncio.run, _estimate(config, spec)).result(timeout=PRICE_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001 - unknown price; the launch reports the real error
+        structlog.get_logger(LOGGER).info("skyward.runpod_price_unknown", error=str(exc))
+        return None
+    finally:
+        pool.shutdown(wait=False)  # a listing that timed out must not hold the pool's start

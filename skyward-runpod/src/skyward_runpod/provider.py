@@ -1,0 +1,181 @@
+"""`RunPodProvider`: a pool's pods, created, read back and deleted through RunPod's API.
+
+Only the API half is here (see `skyward.providers.cloud`): `prepare_cloud` reads the GPU type
+listing once and plans the offers the spec allows; `launch` creates one pod per node, trying the
+offers in order (an interruptible pod first when the allocation allows it, on-demand when spot
+has no room) and, when none has room, raising `CapacityError` for the base to retry; `refresh`
+reports pods once RunPod gives them a public IP and a port for 22; `destroy` deletes them.
+Keys, host key pinning, waiting, bootstrap and workers are the base's, as for every cloud.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+
+from skyward.errors import CapacityError, ProvisionError
+from skyward.providers.base import Cluster, Instance
+from skyward.providers.cloud import CloudProvider
+from skyward.providers.ssh import head_port
+from skyward_runpod.api import LOGGER, RunPodAPI
+from skyward_runpod.config import whole_gpus
+from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers
+from skyward_runpod.pods import cost_per_hour, gone, pod_request, pool_prefix, ssh_address
+from skyward_runpod.pricing import gpu_types
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward_runpod.config import RunPod
+
+
+class RunPodProvider(CloudProvider):
+    name = "runpod"
+    #: A pod whose client went silent past `Spec.ttl` deletes itself: RunPod pods carry runpodctl
+    #: and their own pod id; powering the container off would leave a stopped pod (and its disk).
+    shutdown_command = 'runpodctl remove pod "$RUNPOD_POD_ID"'
+
+    def __init__(self, config: RunPod) -> None:
+        super().__init__(python=config.python)
+        self.config = config
+        self.api = RunPodAPI(config.api_key, config.rest_url, config.gql_url)
+        self._log = structlog.get_logger(LOGGER)  # under `skyward`, so it reaches Skyward's log file
+
+    # -- prepare -------------------------------------------------------------------------------------
+
+    async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
+        """Check the key and plan the offers (GPU types, clouds, interruptible or not); rent nothing.
+
+        An accelerator RunPod does not have fails here, naming the close types, before any pod.
+        """
+        try:
+            offers = await self._plan(spec)
+        except BaseException:
+            await self.api.close()  # teardown may never come for a pool that failed this early
+            raise
+        self._log.info(
+            "skyward.runpod_plan", pool=pool_id, image=self.config.container_image,
+            offers=[str(o) for o in offers],
+        )
+        return Cluster(
+            id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id),
+            state={"offers": tuple(offers)},
+        )
+
+    async def _plan(self, spec: Spec) -> list[Offer]:
+        if spec.accelerator is None:
+            offers = plan_offers((), 0, self.config.clouds, spec.allocation)
+            await self.api.list_pods()  # proves the key before anything is created
+        else:
+            count = whole_gpus(spec.accelerator.count)
+            types = match_gpu_types(spec.accelerator, await gpu_types(self.api), count)
+            offers = plan_offers(types, count, self.config.clouds, spec.allocation, spec.max_hourly_cost)
+        return offers
+
+    # -- launch --------------------------------------------------------------------------------------
+
+    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        """One pod per node, created together; if any cannot be, the others are deleted again."""
+        results = await asyncio.gather(
+            *(self.retry_capacity(lambda n=n: self._create(cluster, n), f"RunPod pod for node {n}")
+              for n in nodes),
+            return_exceptions=True,
+        )
+        created = [r for r in results if isinstance(r, Instance)]
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            if created:
+                await asyncio.shield(self._destroy_quietly(cluster, created))
+            raise failures[0]
+        return created
+
+    async def _create(self, cluster: Cluster, node: int) -> Instance:
+        """Try each offer in turn; only "no capacity" moves on to the next one."""
+        assert self.access is not None, "prepare() makes the pool's keys before launch()"
+        offers: tuple[Offer, ...] = cluster.state["offers"]
+        refused: list[str] = []
+        for offer in offers:
+            request = pod_request(
+                config=self.config, spec=cluster.spec, offer=offer, access=self.access,
+                pool_id=cluster.id, node=node,
+            )
+            try:
+                pod = await self.api.create_pod(request)
+            except CapacityError as exc:
+                refused.append(str(offer))
+                self._log.info("skyward.runpod_no_capacity", node=node, offer=str(offer), error=str(exc))
+                continue
+            if refused:
+                self._log.info("skyward.runpod_fallback", node=node, offer=str(offer), refused=refused)
+            return self._instance(pod, node, offer)
+        raise CapacityError(
+            f"RunPod has no capacity for node {node} right now (tried: {'; '.join(refused)}); "
+            "it is retried until Options(provision_timeout=...) runs out"
+        )
+
+    def _instance(self, pod: dict[str, Any], node: int, offer: Offer) -> Instance:
+        gpu = pod.get("gpu") if isinstance(pod.get("gpu"), dict) else {}
+        label = gpu.get("displayName") or (offer.gpu_types[0].display_name if offer.gpu_types else "cpu")
+        return Instance(
+            id=str(pod["id"]), node=node, ssh_user=self.config.ssh_user,
+            hourly_rate=cost_per_hour(pod) or (offer.price or 0.0),
+            on_demand_rate=offer.on_demand_price or 0.0,
+            spot=bool(pod.get("interruptible", offer.interruptible)),
+            instance_type=f"{offer.count}x {label}" if offer.gpu_types else label,
+            vcpus=int(pod.get("vcpuCount") or 0), memory_gb=float(pod.get("memoryInGb") or 0.0),
+        )
+
+    # -- refresh, destroy ----------------------------------------------------------------------------
+
+    async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
+        """The pods that now have a public IP and a port for 22; a pod that ended is an error."""
+        ready = []
+        pods = await asyncio.gather(*(self.api.get_pod(i.id) for i in instances))
+        for instance, pod in zip(instances, pods, strict=True):
+            if gone(pod):
+                status = "deleted" if pod is None else pod.get("desiredStatus")
+                raise ProvisionError(
+                    f"RunPod pod {instance.id} (node {instance.node}) ended before it could be used "
+                    f"({status}); "
+                    "an interruptible pod may have been reclaimed: try allocation=\"on-demand\""
+                )
+            assert pod is not None
+            address = ssh_address(pod)
+            if address is None:
+                continue
+            ip, port = address
+            ready.append(attrs.evolve(
+                instance, public_ip=ip, private_ip=ip, ssh_port=port,
+                hourly_rate=cost_per_hour(pod) or instance.hourly_rate,
+                vcpus=int(pod.get("vcpuCount") or instance.vcpus),
+                memory_gb=float(pod.get("memoryInGb") or instance.memory_gb),
+            ))
+        return ready
+
+    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        """Delete every pod (together); one RunPod no longer knows is already gone."""
+        results = await asyncio.gather(
+            *(self.api.delete_pod(i.id) for i in instances), return_exceptions=True
+        )
+        for instance, result in zip(instances, results, strict=True):
+            if result is True:
+                self._log.info("skyward.runpod_pod_deleted", pod=instance.id, node=instance.node)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            raise failures[0]
+
+    async def leftovers(self, cluster: Cluster) -> list[Instance]:
+        """Pods named for this pool that RunPod still lists (a creation whose answer was lost)."""
+        prefix = pool_prefix(cluster.id)
+        return [
+            Instance(id=str(p["id"]), node=-1)
+            for p in await self.api.list_pods()
+            if p.get("id") and str(p.get("name", "")).startswith(prefix)
+            and p.get("desiredStatus") != "TERMINATED"
+        ]
+
+    async def release(self, cluster: Cluster) -> None:
+        """Nothing shared was created; the HTTP session is closed here, last."""
+        await self.api.close()
