@@ -1,7 +1,6 @@
 """Hook implementations that skyward-core discovers through the `skyward` entry point.
 
-This distribution registers no names yet: until it does, `skyward.registry` reports that the
-package is installed but offers nothing, instead of handing out a class that fails later.
+`skyward_providers` makes `sky.VastAI` and `provider="vastai"` resolve to this package's config.
 """
 
 from __future__ import annotations
@@ -11,7 +10,9 @@ from skyward.hookspecs import hookimpl
 
 @hookimpl
 def skyward_providers() -> dict[str, object]:
-    return {}
+    from skyward_vastai.config import VastAI
+
+    return {"VastAI": VastAI}
 
 
 @hookimpl

@@ -1,0 +1,146 @@
+"""Vast.ai's REST API through the `vastai-sdk`, made async and given Skyward's errors.
+
+The SDK is synchronous (`requests`), so every call runs in a thread (`asyncio.to_thread`) and
+never blocks the pool's event loop. The methods used and the endpoints they call:
+
+- `search_offers`   -> POST   /api/v0/bundles/          (a filter dict; `no_default=True`, so the
+  filters are exactly the ones we build and nothing is added behind our back)
+- `create_instance` -> PUT    /api/v0/asks/{offer}/     (returns `new_contract`, the instance id)
+- `show_instance`   -> GET    /api/v0/instances/{id}/?owner=me
+- `destroy_instance`-> DELETE /api/v0/instances/{id}/
+
+None of them prints (the SDK prints only with `explain=`/`curl=`, which stay off). Failures come
+back as `requests` exceptions; `_failure` turns them into `ProvisionError` / `CapacityError` with
+a message that names the call and never the key (the key travels in a header, not the URL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from skyward.errors import CapacityError, ProvisionError
+
+T = TypeVar("T")
+
+#: What Vast answers, in `error` or `msg`, when an offer was rented by someone else meanwhile
+#: or the machine can no longer fit the request: retried with the next offer.
+_GONE_OFFER = ("no_such_ask", "not available", "no longer available", "unavailable", "already rented")
+_INSTANCE_GONE = ("no_such_instance", "not found", "does not exist")
+
+
+def _body(response: Any) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {"msg": (response.text or "")[:200]}
+    return data if isinstance(data, dict) else {}
+
+
+def _reason(body: dict[str, Any]) -> str:
+    return " ".join(str(body.get(k) or "") for k in ("error", "msg")).strip()
+
+
+class VastAPI:
+    """One account's client: the SDK object, built lazily (importing it takes a moment)."""
+
+    def __init__(self, api_key: str, server_url: str) -> None:
+        self._key = api_key
+        self._url = server_url
+        self._sdk: Any = None
+
+    def __repr__(self) -> str:
+        return f"VastAPI(server_url={self._url!r})"
+
+    @property
+    def sdk(self) -> Any:
+        if self._sdk is None:
+            from vastai import VastAI as VastSDK
+
+            self._sdk = VastSDK(api_key=self._key, server_url=self._url)
+        return self._sdk
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    def search_now(
+        self, query: dict[str, Any], kind: str, disk_gb: float, limit: int
+    ) -> list[dict[str, Any]]:
+        """Offers matching `query` (`kind` "on-demand" or "bid"), cheapest first; synchronous."""
+        return self._sync("search offers", lambda: self.sdk.search_offers(
+            query=dict(query), type=kind, order="dph_total", limit=limit, storage=disk_gb, no_default=True,
+        ))
+
+    async def search(
+        self, query: dict[str, Any], kind: str, disk_gb: float, limit: int
+    ) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.search_now, query, kind, disk_gb, limit)
+
+    async def create(self, offer_id: int, **fields: Any) -> int:
+        """Rent offer `offer_id`; the new instance's id. `CapacityError` when the offer is gone."""
+        result = await asyncio.to_thread(
+            self._sync, f"create an instance from offer {offer_id}",
+            lambda: self.sdk.create_instance(offer_id, **fields), _GONE_OFFER,
+        )
+        contract = result.get("new_contract") if isinstance(result, dict) else None
+        if not result.get("success", True) or not contract:
+            reason = _reason(result)
+            if any(word in reason.lower() for word in _GONE_OFFER):
+                raise CapacityError(f"vastai: offer {offer_id} is no longer available ({reason})")
+            raise ProvisionError(f"vastai: renting offer {offer_id} failed: {reason or result!r}")
+        return int(contract)
+
+    async def show(self, instance_id: int) -> dict[str, Any] | None:
+        """The instance's row, or None once it no longer exists."""
+        try:
+            return await asyncio.to_thread(
+                self._sync, f"read instance {instance_id}", lambda: self.sdk.show_instance(instance_id)
+            )
+        except _Gone:
+            return None
+
+    async def destroy(self, instance_id: int) -> None:
+        """Destroy the instance; one already gone is fine (destroy must be idempotent)."""
+        try:
+            await asyncio.to_thread(
+                self._sync, f"destroy instance {instance_id}", lambda: self.sdk.destroy_instance(instance_id)
+            )
+        except _Gone:
+            return
+
+    # -- errors ------------------------------------------------------------------------------------
+
+    def _sync(self, what: str, call: Callable[[], T], capacity: tuple[str, ...] = ()) -> T:
+        import requests
+
+        try:
+            return call()
+        except requests.HTTPError as exc:
+            raise self._failure(what, exc.response, capacity) from None
+        except requests.RequestException as exc:
+            raise ProvisionError(
+                f"vastai: could not {what}: {self._url} did not answer ({type(exc).__name__}); "
+                "check the network or VastAI(server_url=...)"
+            ) from None
+
+    def _failure(self, what: str, response: Any, capacity: tuple[str, ...]) -> Exception:
+        status = getattr(response, "status_code", 0)
+        body = _body(response) if response is not None else {}
+        reason = _reason(body) or f"HTTP {status}"
+        lowered = reason.lower()
+        if status in (401, 403):
+            return ProvisionError(
+                f"vastai: could not {what}: the API key was refused (HTTP {status}: {reason}); "
+                "check VAST_API_KEY or VastAI(api_key=...)"
+            )
+        if capacity and (status in (404, 410) or any(word in lowered for word in capacity)):
+            return CapacityError(f"vastai: could not {what}: {reason}")
+        if status in (404, 410) or any(word in lowered for word in _INSTANCE_GONE):
+            return _Gone(reason)
+        if "credit" in lowered or "balance" in lowered:
+            return ProvisionError(f"vastai: could not {what}: {reason}; add credit at https://cloud.vast.ai/billing/")
+        return ProvisionError(f"vastai: could not {what}: HTTP {status}: {reason}")
+
+
+class _Gone(ProvisionError):
+    """The thing asked about does not exist (any more)."""

@@ -1,0 +1,139 @@
+"""`sky.VastAI(...)`: the settings a user writes to run a pool on Vast.ai's GPU marketplace.
+
+The config is a frozen value: it is pickled with the `Spec`, compared, printed. That is why the
+API key is never *resolved* here (an environment key would otherwise travel inside every pickled
+spec) and why an explicit key is kept out of `repr` and registered for masking in logs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from skyward.errors import ConfigurationError
+from skyward.logging import register_secret
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward_vastai.provider import VastAIProvider
+
+#: Where Vast's own tools look for the key, in the order the SDK uses (after `VAST_API_KEY`).
+API_KEY_VARIABLE = "VAST_API_KEY"
+DEFAULT_SERVER_URL = "https://console.vast.ai"
+#: Vast's documented default image: it resolves to a CUDA tag that matches the host's driver.
+DEFAULT_IMAGE = "vastai/base-image:@vastai-automatic-tag"
+
+
+def key_files() -> tuple[Path, ...]:
+    """The files `vastai set api-key` writes, newest layout first (as the SDK reads them)."""
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return (config_home / "vastai" / "vast_api_key", Path.home() / ".vast_api_key")
+
+
+def resolve_api_key(explicit: str | None) -> str:
+    """The key to use: `explicit`, else `$VAST_API_KEY`, else the SDK's key files.
+
+    Raises `ConfigurationError` naming `VAST_API_KEY` when there is none, so a pool fails before
+    it creates anything rather than on its first API call.
+    """
+    key = explicit or os.environ.get(API_KEY_VARIABLE, "").strip()
+    if not key:
+        for path in key_files():
+            if path.is_file():
+                key = path.read_text().strip()
+                if key:
+                    break
+    if not key:
+        files = " or ".join(str(p) for p in key_files())
+        raise ConfigurationError(
+            f"VastAI needs an API key: pass VastAI(api_key=...), set {API_KEY_VARIABLE}, or save it to "
+            f"{files} (`vastai set api-key ...`); create one at https://cloud.vast.ai/manage-keys/"
+        )
+    register_secret(key)
+    return key
+
+
+def _geolocation(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    codes = (value,) if isinstance(value, str) else tuple(value)  # type: ignore[arg-type]
+    if not all(isinstance(c, str) and len(c.strip()) == 2 and c.strip().isalpha() for c in codes):
+        raise ConfigurationError(
+            f"VastAI(geolocation={value!r}): expected two-letter country codes, "
+            'e.g. "US" or ("DE", "NL")'
+        )
+    return tuple(c.strip().upper() for c in codes)
+
+
+def _check_reliability(instance: VastAI, attribute: attrs.Attribute[float], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigurationError(
+            f"VastAI(min_reliability={value!r}): a fraction from 0 to 1; pass e.g. min_reliability=0.98"
+        )
+
+
+def _check_positive(instance: VastAI, attribute: attrs.Attribute[float], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigurationError(f"VastAI({attribute.name}={value!r}): must be a positive number")
+
+
+def _check_secret(instance: VastAI, attribute: attrs.Attribute[str | None], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigurationError("VastAI(api_key=...): expected the key as a non-empty string, or None")
+
+
+@attrs.frozen(kw_only=True)
+class VastAI:
+    """Rent GPU machines on Vast.ai, one machine per node, as Docker containers reached over SSH.
+
+    `api_key=None` reads `VAST_API_KEY` (then the file `vastai set api-key` writes). Offers are
+    filtered by the spec (accelerator, vCPUs, memory, `max_hourly_cost`, `region` as a country
+    code) and by `min_reliability`, `verified` and `geolocation` here; `Spec.allocation` picks
+    on-demand or interruptible (bid) rentals. `docker_image` is the container every node runs,
+    `disk_gb` its disk; `python` an interpreter already in the image to build the venv from
+    (default: the bootstrap installs one with uv). `host_key_grace` is how long a new machine may
+    answer with a host key other than the pool's before it is handed over (and refused): Vast
+    starts the container's sshd itself, and the onstart script swaps in our key moments later.
+    """
+
+    api_key: str | None = attrs.field(default=None, repr=False, validator=_check_secret)
+    docker_image: str = DEFAULT_IMAGE
+    disk_gb: int = attrs.field(default=32, validator=_check_positive)
+    min_reliability: float = attrs.field(default=0.95, validator=_check_reliability)
+    verified: bool = True
+    geolocation: tuple[str, ...] = attrs.field(default=None, converter=_geolocation)
+    ssh_user: str = "root"
+    python: str | None = None
+    server_url: str | None = None
+    host_key_grace: float = attrs.field(default=120.0, validator=_check_positive)
+
+    def __attrs_post_init__(self) -> None:
+        if self.api_key:
+            register_secret(self.api_key)
+
+    @property
+    def name(self) -> str:
+        return "vastai"
+
+    @property
+    def api_url(self) -> str:
+        return (self.server_url or DEFAULT_SERVER_URL).rstrip("/")
+
+    def create(self) -> VastAIProvider:
+        """The provider for one pool; resolves the API key now, so a missing one fails first."""
+        from skyward_vastai.provider import VastAIProvider
+
+        return VastAIProvider(self)
+
+    def hourly_price(self, spec: Spec) -> float | None:
+        """The cheapest matching offer's $/hour per node, for `Options(selection="cheapest")`.
+
+        It asks the marketplace (prices move by the minute); None (sorted last) when it cannot,
+        e.g. without a key or with no matching offer, so a price lookup never stops a pool.
+        """
+        from skyward_vastai.market import cheapest_price
+
+        return cheapest_price(self, spec)

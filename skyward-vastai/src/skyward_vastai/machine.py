@@ -1,0 +1,102 @@
+"""What a Vast container is given and how it is reached: onstart script, shutdown, SSH address.
+
+Vast's "ssh" launch mode runs Vast's own entrypoint, which starts an sshd in any image (direct
+port and proxy) and then runs our `onstart` script as root, with the instance's environment.
+The script installs the pool's host key (from `$SKYWARD_SSH_HOST_KEY`) as the only one and
+authorises the pool's login key (`MachineAccess.container_script`), then asks the running sshd to
+reload (SIGHUP), so it answers with our key from then on. Until it does, the machine may answer
+with a key of Vast's making: `answers_with` tells the provider to keep waiting, never to trust it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skyward.providers.cloud import MachineAccess
+
+#: Where the onstart script keeps the instance's own id and API key (root-only) for the shutdown
+#: command: Vast puts them in the container's environment, which SSH logins do not inherit.
+IDENTITY_FILE = "/etc/skyward-vast.env"
+SSHD_PID_FILE = "/run/sshd.pid"
+#: Vast's onstart field is limited to 4048 characters.
+ONSTART_LIMIT = 4048
+
+
+def onstart_script(
+    access: MachineAccess,
+    *,
+    ssh_dir: str = "/etc/ssh",
+    home: str = "/root",
+    identity_file: str = IDENTITY_FILE,
+    sshd_pid_file: str = SSHD_PID_FILE,
+) -> str:
+    """The instance's onstart: our host key and login key in place, identity saved, sshd reloaded.
+
+    The paths are parameters only so tests can run the very same script in a sandbox.
+    """
+    q = shlex.quote
+    save_identity = (
+        f"(umask 077; printf 'CONTAINER_ID=%s\\nCONTAINER_API_KEY=%s\\n' "
+        f'"$CONTAINER_ID" "$CONTAINER_API_KEY" > {q(identity_file)})'
+    )
+    reload_sshd = f'if [ -s {q(sshd_pid_file)} ]; then kill -HUP "$(cat {q(sshd_pid_file)})" || true; fi'
+    script = "; ".join([access.container_script(ssh_dir=ssh_dir, home=home), save_identity, reload_sshd])
+    if len(script) > ONSTART_LIMIT:
+        raise ValueError(f"the onstart script is {len(script)} characters; Vast accepts {ONSTART_LIMIT}")
+    return script
+
+
+def shutdown_command(api_url: str, identity_file: str = IDENTITY_FILE) -> str:
+    """What a worker runs when its client has been silent past `Spec.ttl`: the instance destroys
+    itself through Vast's API with its own instance-scoped key (`CONTAINER_API_KEY`), and if that
+    is refused, stops itself (a stopped instance bills only its disk). `shutdown` would not do:
+    a container cannot power off its host, and a stopped container is still a billed instance."""
+    url = f"{api_url.rstrip('/')}/api/v0/instances/$CONTAINER_ID/"
+    auth = '-H "Authorization: Bearer $CONTAINER_API_KEY"'
+    return (
+        f". {shlex.quote(identity_file)}; "
+        f'curl -fsS -X DELETE {auth} "{url}" || '
+        f"curl -fsS -X PUT {auth} -H 'Content-Type: application/json' "
+        f"-d '{{\"state\": \"stopped\"}}' \"{url}\""
+    )
+
+
+def ssh_address(row: dict[str, Any]) -> tuple[str, int] | None:
+    """Where to reach the instance's sshd: the direct address, else Vast's SSH proxy, else None.
+
+    Direct (the machine's public IP and the host port mapped to the container's 22/tcp) is one
+    hop fewer, and the bootstrap and every task's traffic go over it; the proxy
+    (`ssh_host:ssh_port`, e.g. ssh4.vast.ai) is the fallback for machines without open ports.
+    Both forward TCP to the container's own sshd, so the pinned host key is checked either way.
+    """
+    mapped = (row.get("ports") or {}).get("22/tcp") or []
+    public = row.get("public_ipaddr")
+    if mapped and public:
+        try:
+            return str(public).strip(), int(mapped[0]["HostPort"])
+        except (KeyError, TypeError, ValueError, IndexError):
+            pass
+    host, port = row.get("ssh_host"), row.get("ssh_port")
+    if host and port:
+        return str(host).strip(), int(port)
+    return None
+
+
+async def answers_with(host: str, port: int, public_key: str, timeout: float = 10.0) -> bool | None:
+    """Whether the sshd at host:port presents `public_key` (True), another key (False), or cannot
+    be asked yet (None). Only the key exchange runs: nothing is authenticated or sent."""
+    import asyncssh
+
+    try:
+        key = await asyncio.wait_for(
+            asyncssh.get_server_host_key(host, port, server_host_key_algs=["ssh-ed25519"]), timeout
+        )
+    except (TimeoutError, OSError, asyncssh.Error):
+        return None
+    if key is None:
+        return None
+    presented = key.export_public_key().decode().split()[:2]
+    return presented == public_key.split()[:2]

@@ -1,0 +1,200 @@
+"""`VastAIProvider`: rents one Vast machine per node and hands it to the shared cloud half.
+
+`prepare_cloud` searches the marketplace once (nothing billable) and fails naming the filters
+when nothing matches. `launch` rents offers cheapest-first in the allocation's order, one machine
+per node; an offer rented away meanwhile is skipped for the next one, and when every offer has
+been tried the market is searched again after a backoff (`CloudProvider.retry_capacity`).
+`refresh` reads instances back and reports those whose sshd answers with the pool's host key;
+`destroy` destroys them. SSH, bootstrap and workers are `CloudProvider`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+import structlog
+
+from skyward.errors import CapacityError, ProvisionError
+from skyward.providers.base import Cluster, Instance
+from skyward.providers.cloud import HOST_KEY_VARIABLE, CloudProvider
+from skyward.providers.ssh import head_port
+from skyward_vastai.api import VastAPI
+from skyward_vastai.config import resolve_api_key
+from skyward_vastai.machine import answers_with, onstart_script, shutdown_command, ssh_address
+from skyward_vastai.market import Offer, OfferQuery, describe_none, search
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward_vastai.config import VastAI
+
+#: `actual_status` values after which an instance never comes up (Vast's documented list).
+FAILED_STATES = ("exited", "offline")
+
+
+class VastAIProvider(CloudProvider):
+    name = "vastai"
+
+    def __init__(self, config: VastAI) -> None:
+        super().__init__(python=config.python)
+        # Named under "skyward" so these lines reach Skyward's log file (structlog would otherwise
+        # name the logger after this module, outside the `skyward` logger that has the handlers).
+        self._log = structlog.get_logger("skyward.providers.vastai")
+        self.config = config
+        self.api = VastAPI(resolve_api_key(config.api_key), config.api_url)
+        self.shutdown_command = shutdown_command(config.api_url)
+        self._query: OfferQuery | None = None
+        self._allocation = "on-demand"
+        self._offers: list[Offer] = []
+        self._tried: set[int] = set()
+        #: instance id -> machine id, of every instance this pool rented and has not destroyed.
+        self._machines: dict[str, int] = {}
+        #: instance id -> when it first answered with a host key other than ours.
+        self._foreign_key_since: dict[str, float] = {}
+
+    # -- prepare -----------------------------------------------------------------------------------
+
+    async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
+        self._query = OfferQuery.for_spec(spec, self.config)
+        self._allocation = spec.allocation
+        self._offers = await search(self.api, self._query, spec.allocation)
+        if not self._offers:
+            raise describe_none(self._query)
+        best = self._offers[0]
+        self._log.info(
+            "skyward.vastai_offers", offers=len(self._offers), cheapest=best.price, gpu=best.instance_type,
+            spot=best.spot,
+        )
+        return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id))
+
+    # -- launch ------------------------------------------------------------------------------------
+
+    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        """Rent one machine per node, one after the other so that no two nodes share a machine."""
+        made: list[Instance] = []
+        try:
+            for node in nodes:
+                made.append(await self.retry_capacity(
+                    lambda node=node: self._rent(cluster, node), what=f"vastai node {node}"
+                ))
+        except BaseException:
+            if made:
+                await asyncio.shield(self._destroy_quietly(cluster, made))
+            raise
+        return made
+
+    async def _rent(self, cluster: Cluster, node: int) -> Instance:
+        assert self._query is not None
+        candidates = self._candidates()
+        if not candidates:  # every offer tried: the market has moved, look again
+            self._offers = await search(self.api, self._query, self._allocation)
+            self._tried.clear()
+            candidates = self._candidates()
+        for offer in candidates:
+            self._tried.add(offer.id)
+            try:
+                instance_id = await self.api.create(offer.id, **self._request(cluster, node, offer))
+            except CapacityError as exc:
+                self._log.info("skyward.vastai_offer_taken", node=node, offer=offer.id, error=str(exc))
+                continue
+            self._machines[str(instance_id)] = offer.machine_id
+            self._log.info(
+                "skyward.vastai_rented", node=node, instance=instance_id, offer=offer.id,
+                gpu=offer.instance_type, price=offer.price, spot=offer.spot,
+            )
+            return Instance(
+                id=str(instance_id), node=node, ssh_user=self.config.ssh_user, hourly_rate=offer.price,
+                on_demand_rate=0.0 if offer.spot else offer.price, spot=offer.spot,
+                instance_type=offer.instance_type, vcpus=int(offer.vcpus), memory_gb=offer.memory_gb,
+            )
+        raise CapacityError(
+            f"vastai: every offer matching {self._query.summary} is taken or on a machine this pool "
+            "already uses; will search again"
+        )
+
+    def _candidates(self) -> list[Offer]:
+        busy = set(self._machines.values())
+        return [o for o in self._offers if o.id not in self._tried and o.machine_id not in busy]
+
+    def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, object]:
+        """The create-instance fields: image, disk, our keys (env + onstart), a label with the pool."""
+        assert self.access is not None
+        fields: dict[str, object] = {
+            "image": self.config.docker_image,
+            "disk": float(self._query.disk_gb if self._query else self.config.disk_gb),
+            "env": {HOST_KEY_VARIABLE: self.access.host_key_b64},
+            "onstart_cmd": onstart_script(self.access),
+            "label": f"skyward-{cluster.id}-node-{node}",
+            "ssh": True,
+            "direct": True,
+            "cancel_unavail": True,
+        }
+        if offer.spot:
+            fields["bid_price"] = offer.bid
+        return fields
+
+    # -- refresh -----------------------------------------------------------------------------------
+
+    async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
+        rows = await asyncio.gather(*(self.api.show(int(i.id)) for i in instances))
+        ready = []
+        for instance, row in zip(instances, rows, strict=True):
+            reachable = await self._reachable(instance, row)
+            if reachable is not None:
+                ready.append(reachable)
+        return ready
+
+    async def _reachable(self, instance: Instance, row: dict[str, object] | None) -> Instance | None:
+        where = f"instance {instance.id} (node {instance.node})"
+        if row is None:
+            raise ProvisionError(f"vastai: {where} no longer exists (destroyed by its host or the account?)")
+        status = str(row.get("actual_status") or "")
+        if status in FAILED_STATES:
+            raise ProvisionError(
+                f"vastai: {where} is {status}: {row.get('status_msg') or 'no message'}; try another offer"
+            )
+        if instance.spot and status == "stopped" and row.get("intended_status") == "stopped":
+            raise CapacityError(f"vastai: {where} was outbid before it started; raise max_hourly_cost")
+        address = ssh_address(row) if status == "running" else None
+        if address is None:
+            return None
+        host, port = address
+        assert self.access is not None
+        answer = await answers_with(host, port, self.access.host_key_public)
+        if answer is None:
+            return None
+        if answer is False and not self._grace_over(instance):
+            return None
+        # Our key, or someone else's past the grace: handed over either way, and a foreign key is
+        # then refused by the pinned check (HostKeyError), which is what the user should see.
+        return attrs.evolve(instance, public_ip=host, private_ip=host, ssh_port=port)
+
+    def _grace_over(self, instance: Instance) -> bool:
+        """A new machine may briefly answer with Vast's key (see `machine`); past the grace, no."""
+        first = self._foreign_key_since.setdefault(instance.id, time.monotonic())
+        over = time.monotonic() - first >= self.config.host_key_grace
+        if not over:
+            self._log.info("skyward.vastai_host_key_pending", instance=instance.id, node=instance.node)
+        return over
+
+    # -- destroy -----------------------------------------------------------------------------------
+
+    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        results = await asyncio.gather(
+            *(self.api.destroy(int(i.id)) for i in instances), return_exceptions=True
+        )
+        failures = []
+        for instance, result in zip(instances, results, strict=True):
+            if isinstance(result, BaseException):
+                failures.append(f"{instance.id}: {result}")
+                continue
+            self._machines.pop(instance.id, None)
+            self._foreign_key_since.pop(instance.id, None)
+            self._log.info("skyward.vastai_destroyed", instance=instance.id, node=instance.node)
+        if failures:
+            raise ProvisionError(
+                "vastai: could not destroy " + "; ".join(failures)
+                + " — destroy them at https://cloud.vast.ai/instances/ to stop billing"
+            )
