@@ -905,6 +905,45 @@ def test_cheapest_selection_starts_the_lowest_priced_spec() -> None:
         assert pool.current_nodes() == 2
 
 
+def test_a_provider_that_cannot_price_goes_last_and_the_pool_still_starts() -> None:
+    import attrs
+
+    @attrs.frozen
+    class Unpriceable(sky.Local):
+        def hourly_price(self, spec: object) -> float:
+            raise ConnectionError("the price API is down")
+
+    @attrs.frozen
+    class Priced(sky.Local):
+        def hourly_price(self, spec: object) -> float:
+            return 9.0
+
+    with sky.Compute(
+        sky.Spec(provider=Unpriceable(), nodes=1),
+        sky.Spec(provider=Priced(), nodes=2),
+        options=sky.Options(selection="cheapest", console=False),
+    ) as pool:
+        assert pool.current_nodes() == 2
+
+
+def test_a_single_spec_is_not_priced() -> None:
+    import threading
+
+    import attrs
+
+    asked = threading.Event()
+
+    @attrs.frozen
+    class Slow(sky.Local):
+        def hourly_price(self, spec: object) -> float:
+            asked.set()  # a real cloud would search its market here, for nothing
+            return 1.0
+
+    with sky.Compute(provider=Slow(), nodes=1, options=sky.Options(selection="cheapest", console=False)):
+        pass
+    assert not asked.is_set()
+
+
 def test_local_warns_that_it_does_not_mount_volumes() -> None:
     import pytest
 

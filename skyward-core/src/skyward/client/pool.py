@@ -675,7 +675,7 @@ class Pool:
         self.bus.emit(ClusterRequested(spec_summary=_describe(self.specs), nodes=self.specs[0].nodes.desired, pool=self.name))
         started = self._requested_at = time.monotonic()
         errors: list[str] = []
-        for spec in self._specs_in_selection_order():
+        for spec in await self._specs_in_selection_order():
             try:
                 await self._start_spec(spec)
                 break
@@ -689,10 +689,15 @@ class Pool:
         self.bus.emit(ClusterReady(nodes=self.current_nodes(), seconds=time.monotonic() - started, pool=self.name))
         self._start_autoscaler()
 
-    def _specs_in_selection_order(self) -> list[Any]:
-        """`selection="first"`: as written; `"cheapest"`: by the providers' hourly price, unknown last."""
+    async def _specs_in_selection_order(self) -> list[Any]:
+        """`selection="first"`: as written; `"cheapest"`: by the providers' hourly price, unknown last.
+
+        A price may take a call to the cloud (an offer search), so each runs in a thread, all at
+        once, and only when there is a choice to make. A provider that cannot price says nothing
+        against it: it goes last, and a failure to price is logged, not raised.
+        """
         specs = list(self.specs)
-        if self.options.selection != "cheapest":
+        if self.options.selection != "cheapest" or len(specs) < 2:
             return specs
 
         def price(spec: Any) -> float:
@@ -700,7 +705,14 @@ class Pool:
             value = estimate(spec) if estimate is not None else None
             return float("inf") if value is None else float(value) * spec.nodes.desired
 
-        return sorted(specs, key=price)
+        prices = await asyncio.gather(*(asyncio.to_thread(price, s) for s in specs), return_exceptions=True)
+        for spec, found in zip(specs, prices, strict=True):
+            if isinstance(found, BaseException):
+                self._log.warning(
+                    "skyward.price_unknown", provider=spec.provider_config().name, error=str(found)
+                )
+        order = [float("inf") if isinstance(p, BaseException) else p for p in prices]
+        return [spec for _, _, spec in sorted(zip(order, range(len(specs)), specs, strict=True))]
 
     async def _start_spec(self, spec: Any) -> None:
         self.spec = spec
