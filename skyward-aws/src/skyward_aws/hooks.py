@@ -1,7 +1,7 @@
 """Hook implementations that skyward-core discovers through the `skyward` entry point.
 
-This distribution registers no names yet: until it does, `skyward.registry` reports that the
-package is installed but offers nothing, instead of handing out a class that fails later.
+`sky.AWS` and `provider="aws"` resolve here. The class is imported when the hook runs, which is
+only when a name is looked up, so `import skyward` stays fast and boto3 loads only for AWS users.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from skyward.hookspecs import hookimpl
 
 @hookimpl
 def skyward_providers() -> dict[str, object]:
-    return {}
+    from skyward_aws.config import AWS
+
+    return {"AWS": AWS}
 
 
 @hookimpl

@@ -1,0 +1,157 @@
+"""`sky.AWS(...)`: the settings a user writes for EC2, checked when they are written.
+
+Everything here is a plain value (the config travels inside specs, which are pickled), so a typo
+such as `ami="ubuntu"` fails on the line that wrote it, naming the fix, rather than minutes later
+inside a half-created pool. Nothing here talks to AWS except `hourly_price`, which the pool asks
+only to order several specs by cost.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from skyward.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward_aws.provider import AWSProvider
+
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]*$", re.IGNORECASE)
+
+
+def _prefixed(prefix: str, example: str) -> Any:
+    """A validator for an optional AWS resource id, which always starts with its kind."""
+
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None:
+            return
+        if not isinstance(value, str) or not value.startswith(prefix) or len(value) <= len(prefix):
+            raise ConfigurationError(
+                f"AWS({attribute.name}={value!r}): expected an id starting with {prefix!r}, "
+                f"e.g. {attribute.name}={example!r}; leave it out to let Skyward choose or create one"
+            )
+
+    return check
+
+
+def _check_region(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not _REGION.match(value)):
+        raise ConfigurationError(
+            f'AWS(region={value!r}): expected a region name such as "us-east-1", or None for '
+            "Spec(region=...) and then your AWS configuration's default"
+        )
+
+
+def _check_port(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 65536:
+        raise ConfigurationError(
+            f"AWS(ssh_port={value!r}): expected a port from 1 to 65535, e.g. ssh_port=22"
+        )
+
+
+def _check_user(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not _USER.match(value):
+        raise ConfigurationError(
+            f'AWS(username={value!r}): expected the AMI\'s login user, e.g. username="ubuntu" '
+            '(Ubuntu and the Deep Learning AMIs) or "ec2-user" (Amazon Linux)'
+        )
+
+
+def _check_cidr(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    try:
+        ipaddress.ip_network(value, strict=False)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigurationError(
+            f'AWS(ssh_cidr={value!r}): expected an address range such as "203.0.113.0/24", or '
+            '"0.0.0.0/0" to accept SSH from anywhere (logins are key-only, host keys pinned)'
+        ) from None
+
+
+def _check_endpoint(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not re.match(r"^https?://[^/\s]+", value)):
+        raise ConfigurationError(
+            f'AWS(endpoint_url={value!r}): expected a URL such as "http://localhost:4566" (LocalStack), '
+            "or None for AWS itself"
+        )
+
+
+def _check_instance_type(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or "." not in value.strip(".")):
+        raise ConfigurationError(
+            f'AWS(instance_type={value!r}): expected an EC2 type such as "g5.xlarge", or None to pick '
+            "the smallest type that fits the spec"
+        )
+
+
+def _check_positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigurationError(
+            f"AWS({attribute.name}={value!r}): expected a positive number of seconds, e.g. 86400"
+        )
+
+
+def _check_bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"AWS({attribute.name}={value!r}): expected True or False")
+
+
+def _optional_text(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigurationError(f"AWS({attribute.name}={value!r}): expected a non-empty name or None")
+
+
+@attrs.frozen(kw_only=True)
+class AWS:
+    """Run a pool on EC2 machines made for it and deleted with it.
+
+    `region=None` uses `Spec(region=...)`, then your AWS configuration's default (us-east-1 when
+    none is set). `ami=None` picks Canonical's Ubuntu 22.04 for CPU nodes and AWS's Deep Learning
+    Base GPU AMI (Ubuntu 22.04, NVIDIA driver) for GPU nodes, through AWS's public SSM parameters.
+    `subnet_id`/`security_group_id` put the machines in your network (by default: the default VPC,
+    and a security group made for the pool that lets `ssh_cidr` reach `ssh_port` and the pool's
+    machines reach each other). `use_private_ip=True` connects to the machines' private addresses
+    (a VPN, a bastion's network, or the test harness). `python` is an interpreter already on the
+    image that the node venv reuses. `endpoint_url` points boto3 at an EC2 look-alike (LocalStack,
+    moto) instead of AWS. `instance_type` skips the choice. `expires_after` is written into the
+    `skyward:expires` tag for clean-up scripts; nothing is deleted by it.
+    """
+
+    region: str | None = attrs.field(default=None, validator=_check_region)
+    ami: str | None = attrs.field(default=None, validator=_prefixed("ami-", "ami-0123456789abcdef0"))
+    instance_type: str | None = attrs.field(default=None, validator=_check_instance_type)
+    subnet_id: str | None = attrs.field(default=None, validator=_prefixed("subnet-", "subnet-0abc1234"))
+    security_group_id: str | None = attrs.field(default=None, validator=_prefixed("sg-", "sg-0abc1234"))
+    instance_profile: str | None = attrs.field(default=None, validator=_optional_text)
+    username: str = attrs.field(default="ubuntu", validator=_check_user)
+    ssh_port: int = attrs.field(default=22, validator=_check_port)
+    ssh_cidr: str = attrs.field(default="0.0.0.0/0", validator=_check_cidr)
+    use_private_ip: bool = attrs.field(default=False, validator=_check_bool)
+    python: str | None = attrs.field(default=None, validator=_optional_text)
+    profile: str | None = attrs.field(default=None, validator=_optional_text)
+    endpoint_url: str | None = attrs.field(default=None, validator=_check_endpoint)
+    expires_after: float = attrs.field(default=86_400.0, validator=_check_positive)
+
+    @property
+    def name(self) -> str:
+        return "aws"
+
+    def create(self) -> AWSProvider:
+        from skyward_aws.provider import AWSProvider
+
+        return AWSProvider(self)
+
+    def hourly_price(self, spec: Spec) -> float | None:
+        """One node's price per hour for `spec` (spot or on-demand, as its allocation says), or
+        None when AWS does not tell (no credentials, no price list): the pool then tries this spec
+        last. Blocking; the catalog and prices are cached, so `prepare` does not ask again."""
+        from skyward_aws.pricing import estimate
+
+        try:
+            return estimate(self, spec)
+        except Exception:  # noqa: BLE001 - a price is a hint; the real errors come from prepare
+            return None

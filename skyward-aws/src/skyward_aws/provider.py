@@ -1,0 +1,393 @@
+"""`AWSProvider`: EC2 machines for a pool, made in `prepare`/`provision` and deleted at the end.
+
+The order is chosen so that a mistake costs nothing: credentials, the instance type, the image and
+the price cap are all settled before anything is created, and nothing billable exists until
+`launch`. Each node is one `RunInstances` call, tagged with the pool and node, whose user data
+(cloud-init) installs the pool's host key and login key, so the pool pins the host key and never
+trusts a first connection. `InstanceInitiatedShutdownBehavior=terminate` makes a worker's own
+shutdown (its client went silent past `Spec.ttl`) delete the machine instead of leaving a stopped
+one with a disk that bills.
+
+Spot: `allocation="spot"` asks for spot only, and a capacity error is retried (`Options.
+provision_timeout`, `provision_retry_delay`, `max_provision_attempts`) and then raised.
+`"spot-if-available"` and `"cheapest"` ask for spot and fall back to on-demand, node by node, when
+spot has no capacity; `"on-demand"` never asks for spot.
+
+Teardown terminates every machine tagged with the pool (also one whose launch answer was lost),
+waits until they are gone, and only then deletes the security group (AWS refuses while a
+machine's network interface uses it) and the key pair.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+import botocore.exceptions
+import structlog
+
+from skyward.errors import CapacityError, ProvisionError
+from skyward.providers.base import Cluster, Instance, NodeSetup
+from skyward.providers.cloud import CloudProvider
+from skyward.providers.ssh import head_port
+from skyward_aws import resources
+from skyward_aws.catalog import InstanceType, Want, catalog, choose, closest
+from skyward_aws.clients import (
+    LOGGER,
+    Clients,
+    check_credentials,
+    clients_for,
+    error_code,
+    resolve_region,
+    translate,
+)
+from skyward_aws.images import Image, resolve_image
+from skyward_aws.pricing import on_demand_prices, spot_prices
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward.transport.ssh import SSHChannel
+    from skyward_aws.config import AWS
+
+T = TypeVar("T")
+
+#: How long `release` waits for the pool's machines to be gone before deleting the security group.
+TERMINATION_TIMEOUT = 600.0
+#: How many of the best-fitting types are priced when `Spec.max_hourly_cost` is set.
+PRICED_CANDIDATES = 10
+#: allocation -> how to buy: spot only, on-demand only, or spot first then on-demand.
+MARKETS = {
+    "spot": "spot", "on-demand": "on-demand", "spot-if-available": "spot-first", "cheapest": "spot-first",
+}
+
+
+@attrs.frozen
+class Plan:
+    """What `prepare_cloud` settled, kept in `Cluster.state["aws"]` for launch and release."""
+
+    region: str
+    instance_type: InstanceType
+    image: Image
+    market: str
+    tags: resources.Tags
+    key_name: str = ""
+    security_group: str = ""
+    created_group: bool = False
+    spot_price: float | None = None
+    on_demand_price: float | None = None
+
+
+class AWSProvider(CloudProvider):
+    name = "aws"
+
+    def __init__(self, config: AWS) -> None:
+        super().__init__(python=config.python)
+        self._log = structlog.get_logger(LOGGER)
+        self.config = config
+        self._clients: Clients | None = None
+
+    @property
+    def clients(self) -> Clients:
+        if self._clients is None:
+            raise ProvisionError("aws: the provider was used before prepare()")
+        return self._clients
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """boto3 blocks: every call runs in a thread, so the pool's loop keeps serving."""
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    # -- prepare -----------------------------------------------------------------------------------
+
+    async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
+        from skyward.transport.ssh import remove_pool_key
+
+        region = await self._call(resolve_region, self.config, spec.region)
+        self._clients = await self._call(clients_for, self.config, region)
+        owner = await self._call(check_credentials, self.clients)
+        try:
+            plan = await self._plan(spec, pool_id, region, owner)
+            plan = await self._create_shared(plan, pool_id)
+        except BaseException:
+            # The pool only tears down what prepare returned: nothing, here. The login key the
+            # base made for this pool would outlive it.
+            remove_pool_key(pool_id)
+            raise
+        self._log.info(
+            "skyward.aws_prepared", pool=pool_id, region=region, instance_type=plan.instance_type.name,
+            image=plan.image.id, market=plan.market, security_group=plan.security_group,
+        )
+        return Cluster(
+            id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id), state={"aws": plan},
+        )
+
+    async def _plan(self, spec: Spec, pool_id: str, region: str, owner: str) -> Plan:
+        market = MARKETS[spec.allocation]
+        usage = {"spot": "spot", "on-demand": "on-demand"}.get(market)
+        kind, spot, on_demand = await self._call(self._choose_type, spec, usage)
+        accelerated = kind.accelerator_count > 0
+        image = await self._call(resolve_image, self.clients, self.config.ami, kind.architecture, accelerated)
+        tags = resources.Tags.create(pool_id, owner, self.config.expires_after)
+        return Plan(region, kind, image, market, tags, spot_price=spot, on_demand_price=on_demand)
+
+    def _choose_type(self, spec: Spec, usage: str | None) -> tuple[InstanceType, float | None, float | None]:
+        """The instance type and its spot and on-demand prices (blocking)."""
+        clients = self.clients
+        if self.config.instance_type is not None:
+            try:
+                rows = clients.ec2.describe_instance_types(InstanceTypes=[self.config.instance_type])
+            except botocore.exceptions.ClientError as exc:
+                raise translate(exc, f"looking up AWS(instance_type={self.config.instance_type!r})") from None
+            candidates = [InstanceType.from_api(row) for row in rows["InstanceTypes"]]
+        else:
+            types = catalog(clients.ec2, clients.region, self.config.endpoint_url)
+            want = Want.of(spec, usage)
+            candidates = choose(types, want)
+            if not candidates:
+                near = "; ".join(k.describe() for k in closest(types, want)) or "none"
+                raise ProvisionError(
+                    f"aws: no instance type in {clients.region} has {want.describe()}; the closest are: "
+                    f"{near}. Change the accelerator, count, vcpus or memory_gb, or name one with "
+                    "AWS(instance_type=...)"
+                )
+        cap = spec.max_hourly_cost
+        top = [k.name for k in candidates[:PRICED_CANDIDATES]] if cap is not None else [candidates[0].name]
+        spot = spot_prices(clients, top) if spec.allocation != "on-demand" else {}
+        on_demand = on_demand_prices(clients, top)
+        # The price the cap is checked against: what this allocation asks for first.
+        paid = spot if spec.allocation != "on-demand" else on_demand
+        for kind in candidates[: len(top)]:
+            price = paid.get(kind.name)
+            if cap is None or price is None or price <= cap:
+                if cap is not None and price is None:
+                    self._log.warning(
+                        "skyward.aws_price_unknown", instance_type=kind.name, max_hourly_cost=cap
+                    )
+                return kind, spot.get(kind.name), on_demand.get(kind.name)
+        cheapest = min((paid[k] for k in top if k in paid), default=None)
+        raise ProvisionError(
+            f"aws: every fitting instance type costs more than max_hourly_cost={cap} per node "
+            f"(the cheapest, {top[0]}, is ${cheapest}/h); raise max_hourly_cost or ask for a smaller machine"
+        )
+
+    async def _create_shared(self, plan: Plan, pool_id: str) -> Plan:
+        """Import the login key and create the security group; undo the key if the group fails."""
+        assert self.access is not None
+        key_name = await self._call(
+            resources.import_key, self.clients, pool_id, self.access.login_key, plan.tags
+        )
+        plan = attrs.evolve(plan, key_name=key_name)
+        if self.config.security_group_id is not None:
+            return attrs.evolve(plan, security_group=self.config.security_group_id)
+        try:
+            vpc = await self._call(resources.vpc_of, self.clients, self.config.subnet_id)
+            group = await self._call(
+                resources.create_security_group, self.clients, pool_id, vpc, self.config.ssh_port,
+                self.config.ssh_cidr, plan.tags,
+            )
+        except BaseException:
+            await asyncio.shield(self._call(resources.delete_key, self.clients, key_name))
+            raise
+        return attrs.evolve(plan, security_group=group, created_group=True)
+
+    # -- launch --------------------------------------------------------------------------------------
+
+    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        """One machine per node, launched together; if one fails for good, the others are deleted."""
+        starts = (self._launch_node(cluster, n) for n in nodes)
+        results = await asyncio.gather(*starts, return_exceptions=True)
+        launched = [r for r in results if isinstance(r, Instance)]
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            if launched:
+                await asyncio.shield(self._destroy_quietly(cluster, launched))
+            raise failures[0]
+        return launched
+
+    async def _launch_node(self, cluster: Cluster, node: int) -> Instance:
+        plan: Plan = cluster.state["aws"]
+
+        async def attempt() -> Instance:
+            if plan.market != "on-demand":
+                try:
+                    return await self._call(self._run, cluster, node, True)
+                except CapacityError as exc:
+                    if plan.market == "spot":
+                        raise
+                    self._log.info("skyward.aws_spot_fallback", pool=cluster.id, node=node, reason=str(exc))
+            return await self._call(self._run, cluster, node, False)
+
+        return await self.retry_capacity(attempt, what=f"aws node {node} ({plan.instance_type.name})")
+
+    def user_data(self) -> str:
+        """cloud-init: our host key and the login key; and sshd on `ssh_port` when it is not 22."""
+        assert self.access is not None
+        data = self.access.cloud_config()
+        if self.config.ssh_port != 22:
+            port = self.config.ssh_port
+            data += (
+                "bootcmd:\n"
+                f"  - [sh, -c, \"mkdir -p /etc/ssh/sshd_config.d && echo 'Port {port}' > "
+                "/etc/ssh/sshd_config.d/60-skyward-port.conf\"]\n"
+            )
+        return data
+
+    def _run(self, cluster: Cluster, node: int, spot: bool) -> Instance:
+        """`RunInstances` for one node (blocking)."""
+        plan: Plan = cluster.state["aws"]
+        spec = cluster.spec
+        config = self.config
+        extra = {"Name": f"skyward-{cluster.id}-node-{node}", resources.NODE_TAG: str(node)}
+        args: dict[str, Any] = {
+            "ImageId": plan.image.id, "InstanceType": plan.instance_type.name, "MinCount": 1, "MaxCount": 1,
+            "KeyName": plan.key_name, "UserData": self.user_data(),
+            "InstanceInitiatedShutdownBehavior": "terminate",
+            "TagSpecifications": plan.tags.spec("instance", "volume", **extra),
+            # The same token on a retried request returns the machine already made, not a second one.
+            "ClientToken": f"{cluster.id}-{node}-{uuid.uuid4().hex[:12]}",
+        }
+        if config.subnet_id is not None and not config.use_private_ip:
+            args["NetworkInterfaces"] = [{
+                "DeviceIndex": 0, "SubnetId": config.subnet_id, "Groups": [plan.security_group],
+                "AssociatePublicIpAddress": True,
+            }]
+        else:
+            args["SecurityGroupIds"] = [plan.security_group]
+            if config.subnet_id is not None:
+                args["SubnetId"] = config.subnet_id
+        if config.instance_profile is not None:
+            profile = config.instance_profile
+            args["IamInstanceProfile"] = {"Arn": profile} if profile.startswith("arn:") else {"Name": profile}
+        if spec.disk_gb is not None:
+            args["BlockDeviceMappings"] = [{"DeviceName": plan.image.root_device, "Ebs": {
+                "VolumeSize": int(spec.disk_gb), "VolumeType": "gp3", "DeleteOnTermination": True}}]
+        if spot:
+            options: dict[str, Any] = {
+                "SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate",
+            }
+            if spec.max_hourly_cost is not None:
+                options["MaxPrice"] = f"{spec.max_hourly_cost:.5f}"
+            args["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": options}
+        market = "spot" if spot else "on-demand"
+        try:
+            answer = self.clients.ec2.run_instances(**args)
+        except botocore.exceptions.ClientError as exc:
+            raise translate(exc, f"launching node {node} ({plan.instance_type.name}, {market})") from None
+        made = answer["Instances"][0]
+        kind = plan.instance_type
+        rate = plan.spot_price if spot else plan.on_demand_price
+        self._log.info("skyward.aws_launched", pool=cluster.id, node=node, instance=made["InstanceId"],
+                       instance_type=kind.name, market=market)
+        return Instance(
+            id=str(made["InstanceId"]), node=node, public_ip="", private_ip="", ssh_user=config.username,
+            ssh_port=config.ssh_port, spot=spot, instance_type=kind.name, vcpus=kind.vcpus,
+            memory_gb=round(kind.memory_gb, 1), hourly_rate=rate or 0.0,
+            on_demand_rate=plan.on_demand_price or 0.0,
+        )
+
+    # -- reading back ----------------------------------------------------------------------------------
+
+    async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
+        if not instances:
+            return []
+        rows = await self._call(self._describe, [i.id for i in instances])
+        ready = []
+        for instance in instances:
+            row = rows.get(instance.id)
+            if row is None:  # just made: EC2's listing can lag behind RunInstances for a moment
+                continue
+            state = row["State"]["Name"]
+            if state in ("shutting-down", "terminated", "stopping", "stopped"):
+                reason = (row.get("StateReason") or {}).get("Message") or state
+                raise ProvisionError(
+                    f"aws: {instance.id} (node {instance.node}, {instance.instance_type}) is {state} "
+                    f"before it was reachable: {reason}"
+                )
+            private = str(row.get("PrivateIpAddress") or "")
+            public = str(row.get("PublicIpAddress") or "")
+            address = private if self.config.use_private_ip else public
+            if state == "running" and address:
+                ready.append(attrs.evolve(
+                    instance, public_ip=public or private, private_ip=private or public,
+                    spot=row.get("InstanceLifecycle") == "spot",
+                ))
+        return ready
+
+    def _describe(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        try:
+            answer = self.clients.ec2.describe_instances(InstanceIds=ids)
+        except botocore.exceptions.ClientError as exc:
+            if error_code(exc) == "InvalidInstanceID.NotFound" and len(ids) > 1:
+                found: dict[str, dict[str, Any]] = {}
+                for one in ids:
+                    found.update(self._describe([one]))
+                return found
+            if error_code(exc) == "InvalidInstanceID.NotFound":
+                return {}
+            raise translate(exc, f"describing {', '.join(ids)}") from None
+        return {
+            str(i["InstanceId"]): i for r in answer.get("Reservations", []) for i in r.get("Instances", [])
+        }
+
+    async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> SSHChannel:
+        """SSH to the private address when `use_private_ip` (the instance keeps both for the worker)."""
+        if self.config.use_private_ip:
+            instance = attrs.evolve(instance, public_ip=instance.private_ip)
+        return await super().connect(cluster, instance, setup)
+
+    # -- deleting ------------------------------------------------------------------------------------
+
+    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        ids = [i.id for i in instances]
+        if ids:
+            await self._call(resources.terminate, self.clients, ids)
+            self._log.info("skyward.aws_terminated", pool=cluster.id, instances=", ".join(ids))
+
+    async def leftovers(self, cluster: Cluster) -> list[Instance]:
+        rows = await self._call(resources.pool_instances, self.clients, cluster.id,
+                                ("pending", "running", "stopping", "stopped"))
+        return [
+            Instance(id=str(r["InstanceId"]), node=int(_tag(r, resources.NODE_TAG) or -1)) for r in rows
+        ]
+
+    async def release(self, cluster: Cluster) -> None:
+        """Terminate whatever of the pool is still listed, wait for it to go, then delete the
+        security group and the key pair; raise naming what could not be deleted."""
+        plan: Plan | None = cluster.state.get("aws")
+        if plan is None or self._clients is None:
+            return
+        problems: list[str] = []
+        try:
+            left = await self.leftovers(cluster)
+            await self.destroy(cluster, left)
+            still = await self._call(resources.wait_terminated, self.clients, cluster.id, TERMINATION_TIMEOUT)
+            if still:
+                problems.append(f"machines still terminating: {', '.join(still)}")
+        except Exception as exc:  # noqa: BLE001 - reported with the rest below
+            problems.append(str(exc))
+        if plan.created_group:
+            try:
+                await self._call(resources.delete_security_group, self.clients, plan.security_group)
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"security group {plan.security_group}: {exc}")
+        if plan.key_name:
+            try:
+                await self._call(resources.delete_key, self.clients, plan.key_name)
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"key pair {plan.key_name}: {exc}")
+        if problems:
+            raise ProvisionError(
+                f"aws: could not delete everything of {cluster.id} in {plan.region} ({'; '.join(problems)}); "
+                f"delete what is tagged {resources.POOL_TAG}={cluster.id} in the EC2 console"
+            )
+        self._log.info("skyward.aws_released", pool=cluster.id, security_group=plan.security_group,
+                       key_pair=plan.key_name)
+
+
+def _tag(row: dict[str, Any], key: str) -> str | None:
+    for tag in row.get("Tags") or []:
+        if tag.get("Key") == key:
+            return str(tag.get("Value"))
+    return None

@@ -1,0 +1,172 @@
+"""The AWS tests' cloud, as the fixtures in conftest.py assemble it (see there): a fault-injecting
+proxy in front of moto, the test network, the sshd "machines" behind moto's instances, and helpers
+that read back what moto still holds of a pool."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import http.server
+import sys
+import threading
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+from ssh_hosts import SSHServer, start_machine
+
+_CAPACITY_ERROR = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+    "<Code>InsufficientInstanceCapacity</Code>"
+    "<Message>We currently do not have sufficient capacity in the Availability Zone you requested.</Message>"
+    "</Error></Errors><RequestID>skyward-test</RequestID></Response>"
+)
+
+
+@attrs.define
+class FaultProxy:
+    """What the proxy refuses: spot launches while `refuse_spot` is set; `spot_refusals` counts."""
+
+    url: str = ""
+    refuse_spot: bool = False
+    spot_refusals: int = 0
+    launches: list[dict[str, str]] = attrs.field(factory=list)
+
+
+def proxy_handler(upstream: str, state: FaultProxy) -> type[http.server.BaseHTTPRequestHandler]:
+    target = urllib.parse.urlsplit(upstream)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            form = {k: v[0] for k, v in urllib.parse.parse_qs(body.decode(errors="replace")).items()}
+            if form.get("Action") == "RunInstances":
+                state.launches.append(form)
+                if state.refuse_spot and form.get("InstanceMarketOptions.MarketType") == "spot":
+                    state.spot_refusals += 1
+                    self._answer(400, _CAPACITY_ERROR.encode(), {"Content-Type": "text/xml"})
+                    return
+            conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+            try:
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection",)}
+                conn.request("POST", self.path, body=body, headers=headers)
+                answer = conn.getresponse()
+                payload = answer.read()
+                kept = {k: v for k, v in answer.getheaders()
+                        if k.lower() not in ("connection", "transfer-encoding", "content-length")}
+                self._answer(answer.status, payload, kept)
+            finally:
+                conn.close()
+
+        def _answer(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler
+
+
+
+@attrs.frozen
+class Network:
+    vpc_id: str
+    subnet_id: str
+    ami: str
+
+
+
+def machine_keys(ec2: Any, instance_id: str) -> tuple[str, str]:
+    """(private host key, login key) from the instance's user data, as cloud-init reads them."""
+    value = ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")["UserData"]["Value"]
+    config = yaml.safe_load(base64.b64decode(value))
+    return config["ssh_keys"]["ed25519_private"], config["ssh_authorized_keys"][0]
+
+
+@attrs.define
+class Machines:
+    """The sshd's standing in for the subnet's instances, by instance id."""
+
+    ec2: Any
+    subnet_id: str
+    folder: Path
+    port: int
+    servers: dict[str, SSHServer] = attrs.field(factory=dict)
+    homes: dict[str, Path] = attrs.field(factory=dict)
+    host_keys: dict[str, str] = attrs.field(factory=dict)
+    #: Answer with this private host key instead of the user data's (an impostor).
+    impostor_key: str | None = None
+    errors: list[str] = attrs.field(factory=list)
+    _stop: threading.Event = attrs.field(factory=threading.Event)
+
+    def sync(self) -> None:
+        filters = [{"Name": "subnet-id", "Values": [self.subnet_id]}]
+        for reservation in self.ec2.describe_instances(Filters=filters)["Reservations"]:
+            for row in reservation["Instances"]:
+                instance, state = row["InstanceId"], row["State"]["Name"]
+                if state == "running" and instance not in self.servers and instance not in self.homes:
+                    host_key, login_key = machine_keys(self.ec2, instance)
+                    self.host_keys[instance] = host_key
+                    server = start_machine(self.folder / instance, row["PrivateIpAddress"], self.port,
+                                           self.impostor_key or host_key, login_key)
+                    self.servers[instance] = server
+                    self.homes[instance] = server.home
+                elif state in ("shutting-down", "terminated") and instance in self.servers:
+                    self.servers.pop(instance).stop()
+
+    def watch(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                self.sync()
+            except Exception as exc:  # noqa: BLE001 - reported by the fixture
+                self.errors.append(repr(exc))
+
+    def stop(self) -> None:
+        self._stop.set()
+        for server in self.servers.values():
+            server.stop()
+        self.servers.clear()
+
+
+
+def aws_provider(
+    proxy: FaultProxy, network: Network, machines: Machines | None = None, **kwargs: Any
+) -> Any:
+    """`sky.AWS` on the test cloud: moto through the proxy, the test subnet, private addresses."""
+    import getpass
+
+    import skyward as sky
+
+    kwargs.setdefault("endpoint_url", proxy.url)
+    kwargs.setdefault("region", "us-east-1")
+    kwargs.setdefault("subnet_id", network.subnet_id)
+    kwargs.setdefault("ami", network.ami)
+    kwargs.setdefault("use_private_ip", True)
+    kwargs.setdefault("username", getpass.getuser())
+    kwargs.setdefault("python", sys.executable)
+    if machines is not None:
+        kwargs.setdefault("ssh_port", machines.port)
+    return sky.AWS(**kwargs)
+
+
+def tagged(ec2: Any, pool: str) -> dict[str, list[str]]:
+    """What moto still holds of a pool: live instances, key pairs, security groups (by tag)."""
+    tag = [{"Name": "tag:skyward:pool", "Values": [pool]}]
+    live = [
+        i["InstanceId"] for r in ec2.describe_instances(Filters=tag)["Reservations"] for i in r["Instances"]
+        if i["State"]["Name"] != "terminated"
+    ]
+    keys = [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"] if k["KeyName"] == f"skyward-{pool}"]
+    groups = [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]
+              if g["GroupName"] == f"skyward-{pool}"]
+    return {"instances": live, "key_pairs": keys, "security_groups": groups}
+

@@ -1,0 +1,149 @@
+"""The AWS tests' cloud: moto's EC2 in server mode, with real sshd "machines" behind its instances.
+
+- `moto_url`: one `ThreadedMotoServer` on 127.0.0.1 for the session, reached with fake
+  credentials (set here, restored after; no test reaches anything but loopback).
+- `proxy`: a small HTTP proxy in front of moto that can refuse spot launches with EC2's own
+  `InsufficientInstanceCapacity` error (moto never runs out of capacity); everything else passes.
+- `network`: a VPC 127.0.0.0/16 and a subnet 127.0.N.0/24; moto gives instances launched there
+  private addresses from that range in order, and all of 127/8 is this machine.
+- `machines`: watches moto like a hypervisor would. For each running instance of the subnet it
+  reads the instance's real user data (the cloud-config the provider sent), and starts an OpenSSH
+  server at the instance's private address answering with the host key found there and letting in
+  the login key found there, as cloud-init would configure it; when moto says the instance is
+  terminated, the server stops. So provision -> cloud-init keys -> SSH with a pinned host key ->
+  bootstrap -> run -> terminate runs for real.
+"""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import cloudpickle
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
+
+from aws_cloud import FaultProxy, Machines, Network, proxy_handler  # noqa: E402
+from ssh_hosts import free_port, workers_of  # noqa: E402
+
+#: Fake credentials; the secret is looked for in logs and events (it must never be there).
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "AKIASKYWARDTESTING01",
+    "AWS_SECRET_ACCESS_KEY": "skyward-test-secret-access-key-0123456789",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+#: Settings of this machine that would send boto3 elsewhere (a profile, a config file, a proxy).
+CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+           "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+           "https_proxy")
+SUBNET_OCTET = 211
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]:
+    cloudpickle.register_pickle_by_value(request.module)
+    yield
+    cloudpickle.unregister_pickle_by_value(request.module)
+
+
+@pytest.fixture(scope="session")
+def aws_credentials(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in CLEARED:
+            patch.delenv(name, raising=False)
+        empty = tmp_path_factory.mktemp("aws-config")
+        patch.setenv("AWS_CONFIG_FILE", str(empty / "config"))
+        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty / "credentials"))
+        patch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        for name, value in CREDENTIALS.items():
+            patch.setenv(name, value)
+        yield dict(CREDENTIALS)
+
+
+@pytest.fixture(scope="session")
+def moto_url(aws_credentials: dict[str, str]) -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+# -- the fault-injecting proxy ---------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def proxy(moto_url: str) -> Iterator[FaultProxy]:
+    state = FaultProxy()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), proxy_handler(moto_url, state))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="aws-fault-proxy", daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def faults(proxy: FaultProxy) -> Iterator[FaultProxy]:
+    """The proxy, its faults cleared after the test."""
+    yield proxy
+    proxy.refuse_spot = False
+    proxy.spot_refusals = 0
+    proxy.launches.clear()
+
+
+# -- EC2 as the tests see it -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def ec2(moto_url: str) -> Any:
+    return boto3.client("ec2", endpoint_url=moto_url, region_name="us-east-1")
+
+
+@pytest.fixture(scope="session")
+def network(ec2: Any) -> Network:
+    vpc = ec2.create_vpc(CidrBlock="127.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=f"127.0.{SUBNET_OCTET}.0/24")["Subnet"]["SubnetId"]
+    images = ec2.describe_images(Owners=["amazon"], Filters=[
+        {"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["ubuntu/*"]},
+    ])["Images"]
+    return Network(vpc, subnet, images[0]["ImageId"])
+
+
+@pytest.fixture
+def machines(ec2: Any, network: Network, tmp_path: Path) -> Iterator[Machines]:
+    watcher = Machines(ec2, network.subnet_id, tmp_path / "machines", free_port("127.0.0.1"))
+    thread = threading.Thread(target=watcher.watch, name="aws-machines", daemon=True)
+    thread.start()
+    try:
+        yield watcher
+        left = {i: workers_of(home) for i, home in watcher.homes.items()}
+        assert not any(left.values()), f"workers left running on the machines: {left}"
+        assert not watcher.errors, watcher.errors
+    finally:
+        watcher.stop()
+        thread.join(5)
+
+
+@pytest.fixture
+def skyward_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "skyward-home"
+    monkeypatch.setenv("SKYWARD_HOME", str(home))
+    return home
+
+

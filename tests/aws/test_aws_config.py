@@ -1,0 +1,35 @@
+"""`sky.AWS(...)`: names resolve, and mistakes fail where they are written, naming the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+import skyward as sky
+from skyward.errors import ConfigurationError
+from skyward_aws import AWS
+
+
+def test_sky_aws_and_the_provider_name_resolve_to_the_aws_config() -> None:
+    assert sky.AWS is AWS
+    assert isinstance(sky.Spec(provider="aws").provider, AWS)
+
+
+@pytest.mark.parametrize(("field", "value", "hint"), [
+    ("ami", "ubuntu-22.04", "ami-"),
+    ("subnet_id", "10.0.0.0/24", "subnet-"),
+    ("security_group_id", "default", "sg-"),
+    ("ssh_port", 70000, "1 to 65535"),
+    ("region", "US East", "us-east-1"),
+    ("ssh_cidr", "everywhere", "0.0.0.0/0"),
+    ("endpoint_url", "localhost:4566", "http://"),
+    ("instance_type", "large", "g5.xlarge"),
+])
+def test_a_malformed_setting_is_refused_naming_the_fix(field: str, value: object, hint: str) -> None:
+    with pytest.raises(ConfigurationError, match=rf"AWS\({field}=.*{hint}"):
+        AWS(**{field: value})
+
+
+def test_the_defaults_need_nothing_but_credentials() -> None:
+    config = AWS()
+    assert (config.username, config.ssh_port, config.name) == ("ubuntu", 22, "aws")
+    assert config.region is None and config.ami is None and not config.use_private_ip
