@@ -102,6 +102,10 @@ class SSHServer:
             time.sleep(0.05)
         raise RuntimeError(f"sshd on {self.address}:{self.port} did not start: {self.log()}")
 
+    def boot(self) -> None:
+        """Start a machine's sshd (`start_machine`), with the keys in its folder."""
+        self.start(_sshd(), self.folder / "authorized_keys", _host_env())
+
     def log(self) -> str:
         with contextlib.suppress(OSError):
             return (self.folder / "sshd.log").read_text()
@@ -226,12 +230,15 @@ def start_hosts(folder: Path, count: int) -> SSHHosts:
     return hosts
 
 
-def start_machine(folder: Path, address: str, port: int, host_key: str, login_key: str) -> SSHServer:
+def start_machine(
+    folder: Path, address: str, port: int, host_key: str, login_key: str, *, start: bool = True
+) -> SSHServer:
     """A cloud machine's sshd, as a cloud's fake API starts one for each instance it creates.
 
     It answers with `host_key` (the private key the provider handed the machine, as cloud-init
     or a container's start command would install it) and lets in `login_key` (the pool's key);
-    it runs as this user, in its own home folder under `folder`.
+    it runs as this user, in its own home folder under `folder`. `start=False` prepares it
+    without starting it: `server.boot()` starts it later, as a machine that boots slowly.
     """
     folder.mkdir(parents=True, exist_ok=True)
     home = _make_home(folder)
@@ -240,7 +247,8 @@ def start_machine(folder: Path, address: str, port: int, host_key: str, login_ke
     authorized = folder / "authorized_keys"
     authorized.write_text(login_key.strip() + "\n")
     server = SSHServer(address, port, getpass.getuser(), home, folder, key)
-    server.start(_sshd(), authorized, _host_env())
+    if start:
+        server.boot()
     return server
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import itertools
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ class ToyCloud:
 
     folder: Path
     machines: dict[str, SSHServer] = attrs.field(factory=dict)
+    timers: list[threading.Timer] = attrs.field(factory=list)
     destroyed: list[str] = attrs.field(factory=list)
     released: list[str] = attrs.field(factory=list)
     #: Answer with this host key instead of the one the pool handed over (an impostor).
@@ -46,8 +49,14 @@ class ToyCloud:
     fail_at_node: int | None = None
     #: Fail every delete (an API outage at the end).
     refuse_deletes: bool = False
+    #: Refuse the account (bad credentials) in `prepare_cloud`.
+    refuse_account: bool = False
+    #: Seconds between a machine getting its address and its sshd answering (a slow boot).
+    boot_delay: float = 0.0
 
     def stop(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
         for server in self.machines.values():
             server.stop()
 
@@ -60,6 +69,8 @@ class ToyProvider(CloudProvider):
         self.cloud = cloud
 
     async def prepare_cloud(self, spec: Any, pool_id: str) -> Cluster:
+        if self.cloud.refuse_account:
+            raise ProvisionError("the toy cloud does not know this account")
         return Cluster(id=pool_id, provider=self.name, spec=spec)
 
     async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
@@ -71,10 +82,17 @@ class ToyProvider(CloudProvider):
             machine_id = f"{cluster.id}-m{node}"
             address = f"127.0.3.{next(_addresses)}"
             host_key = self.cloud.impostor_key or self.access.host_key
-            server = await asyncio.to_thread(
+            boot = functools.partial(
                 start_machine, self.cloud.folder / machine_id, address, free_port(address), host_key,
                 self.access.login_key,
             )
+            if self.cloud.boot_delay:
+                server = await asyncio.to_thread(boot, start=False)
+                booting = threading.Timer(self.cloud.boot_delay, server.boot)
+                booting.start()
+                self.cloud.timers.append(booting)
+            else:
+                server = await asyncio.to_thread(boot)
             self.cloud.machines[machine_id] = server
             instances.append(Instance(id=machine_id, node=node, ssh_user=server.user, hourly_rate=36.0))
         return instances
@@ -206,6 +224,22 @@ def test_the_pool_reports_what_its_machines_cost_when_it_closes(cloud: ToyCloud)
     [closed] = [e for e in events if isinstance(e, sky.ClusterDestroyed)]
     assert 0 < closed.seconds <= held
     assert 0 < closed.cost <= 2 * 36.0 * held / 3600  # two machines at $36 an hour, at most that long
+
+
+def test_a_cloud_that_refuses_the_account_leaves_no_pool_key_behind(cloud: ToyCloud, tmp_path: Path) -> None:
+    cloud.refuse_account = True
+    with pytest.raises(ProvisionError, match="does not know this account"), toy_pool(cloud, nodes=1):
+        pass
+    assert not list((tmp_path / "skyward-home" / "keys").glob("*"))
+
+
+def test_a_machine_whose_sshd_boots_after_ssh_timeout_is_waited_for_within_provision_timeout(
+    cloud: ToyCloud,
+) -> None:
+    cloud.boot_delay = 4.0  # sshd answers 4 s after the machine has its address
+    options = sky.Options(ssh_timeout=1, ssh_retry_interval=1, provision_timeout=60)
+    with toy_pool(cloud, nodes=1, options=options) as pool:
+        assert where() >> pool
 
 
 # -- the keys ----------------------------------------------------------------------------------------

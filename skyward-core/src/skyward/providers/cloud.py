@@ -219,13 +219,18 @@ class CloudProvider(Provider):
     # -- the Provider contract ---------------------------------------------------------------------
 
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
-        from skyward.transport.ssh import pool_key
+        from skyward.transport.ssh import pool_key, remove_pool_key
 
         self.nodes.options = self.options
+        self.nodes.first_login_timeout = self.provision_timeout  # a new machine's sshd boots late
         key_file, login_key = pool_key(pool_id)
         self.nodes.key_file = str(key_file)
         self.access = MachineAccess.create(login_key)
-        return await self.prepare_cloud(spec, pool_id)
+        try:
+            return await self.prepare_cloud(spec, pool_id)
+        except BaseException:
+            remove_pool_key(pool_id)  # no cluster, so no teardown: the key would outlive the pool
+            raise
 
     async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         """Launch, then wait until every machine has an address; on failure delete what started."""

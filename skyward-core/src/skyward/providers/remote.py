@@ -73,6 +73,10 @@ class RemoteNodes:
         self.python = python
         #: The pool's `sky.Options` (the provider passes its own on).
         self.options: Any = None
+        #: How long the first login to a node may keep being refused: a cloud machine that just got
+        #: an address is still booting, and its sshd may take minutes (clouds set it; None means
+        #: `ssh_timeout`, right for machines that are already up).
+        self.first_login_timeout: float | None = None
         self._logins: dict[int, Login] = {}
         self._conns: dict[int, Connection] = {}
         self._homes: dict[int, str] = {}
@@ -145,6 +149,8 @@ class RemoteNodes:
         conn = self._conns.get(node)
         if conn is not None and not conn.is_closed():
             return conn
+        if timeout is None and node not in self._homes and self.first_login_timeout is not None:
+            timeout = max(self.first_login_timeout, self.ssh_timeout)
         login = self._logins.get(node) or Login.of(instance)
         return await self.open(node, login, timeout)
 
