@@ -1,20 +1,24 @@
 """A stand-in for Vast.ai's REST API on loopback whose instances are real OpenSSH servers.
 
 It answers the endpoints the provider calls through the `vastai-sdk` (POST /api/v0/bundles/,
-PUT /api/v0/asks/{id}/, GET and DELETE /api/v0/instances/{id}/), checks the `Authorization:
-Bearer` key as Vast does (401 otherwise), and keeps every request it got. Creating an instance
+PUT /api/v0/asks/{id}/, GET and DELETE /api/v0/instances/{id}/, and the paged list GET
+/api/v1/instances/), checks the `Authorization: Bearer` key as Vast does (401 otherwise), and
+keeps every request it got (a GET's query parameters in place of a body). Creating an instance
 does what a Vast host does with our request: it takes the host key from the instance's
 environment (`SKYWARD_SSH_HOST_KEY`) and the login key from the onstart script, and starts an
 sshd (`start_machine`) on a fresh loopback address (127.0.2.x) and free port, reported as the
 direct address Vast reports (`public_ipaddr`, `ports["22/tcp"]`). Destroying it stops the sshd.
 
 Knobs for the tests: `taken` (offer ids answered as rented by someone else), `foreign_host_key`
-(machines answer with a key of their own, as a tampered host would).
+(machines answer with a key of their own, as a tampered host would), `lost_replies` (offer ids
+whose rent succeeds but is answered with a server error, so the caller never learns the instance
+id: the orphan `leftovers` must find).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
 import shlex
@@ -23,7 +27,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import asyncssh
 import attrs
@@ -95,6 +99,7 @@ class FakeVast:
         self.offers = offers
         self.taken: set[int] = set()
         self.foreign_host_key = False
+        self.lost_replies: set[int] = set()
         self.instances: dict[int, FakeInstance] = {}
         self.destroyed: list[int] = []
         self.requests: list[tuple[str, str, dict[str, Any], str]] = []
@@ -121,16 +126,18 @@ class FakeVast:
             if instance.server is not None:
                 instance.server.stop()
 
-    def add_instance(self, offer_id: int) -> FakeInstance:
+    def add_instance(self, offer_id: int, label: str | None = None, status: str = "running") -> FakeInstance:
         """An instance rented outside the provider, with no machine behind it (for API-only tests)."""
         with self._lock:
             self._next_id += 1
             row = next(o for o in self.offers if o["id"] == offer_id)
-            instance = FakeInstance(self._next_id, row, {}, "127.0.2.250", 22, status="running")
+            request = {"label": label} if label is not None else {}
+            instance = FakeInstance(self._next_id, row, request, "127.0.2.250", 22, status=status)
             self.instances[instance.id] = instance
         return instance
 
     def authorised(self, key: str, method: str, route: tuple[str, ...]) -> bool:
+        # The list (`GET /api/v1/instances/`, route ("instances",)) takes the account key only.
         """The account's key opens everything; an instance's own key, only that instance."""
         if key == f"Bearer {self.api_key}":
             return True
@@ -184,7 +191,43 @@ class FakeVast:
             instance = FakeInstance(self._next_id, row, body, address, free_port(address))
             self.instances[instance.id] = instance
         threading.Thread(target=self._boot, args=(instance,), daemon=True).start()
+        if offer_id in self.lost_replies:  # rented, but the answer with its id never arrives
+            return 500, {"success": False, "error": "internal_error", "msg": "Internal server error."}
         return 200, {"success": True, "new_contract": instance.id}
+
+    def list_instances(self, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """`GET /api/v1/instances/`: the account's instances, filtered, ordered and paged as Vast
+        does. `select_filters` and `order_by` are JSON (`{"label": {"eq": ...}}`, `[{"col", "dir"}]`);
+        a page holds `limit` rows, and `next_token` (sent back as `after_token`) names the next one,
+        absent on the last page."""
+        try:
+            filters = json.loads(query.get("select_filters") or "{}")
+            order = json.loads(query.get("order_by") or "[]") or [{"col": "id", "dir": "asc"}]
+            limit = int(query.get("limit") or 25)
+            token = query.get("after_token")
+            start = int(base64.urlsafe_b64decode(token).decode()) if token else 0
+        except (ValueError, TypeError, KeyError, binascii.Error):
+            return 400, {"success": False, "error": "invalid_args", "msg": f"bad query: {query}"}
+        if limit < 1:
+            return 400, {"success": False, "error": "invalid_args", "msg": "limit must be positive"}
+        with self._lock:
+            rows = [i.row() for i in self.instances.values()]
+        rows = [r for r in rows if all(_matches(r.get(f), cond, f) for f, cond in filters.items())]
+        for sort in reversed(order):  # stable sorts, last key first: the first key decides
+            col = sort["col"]
+            descending = sort.get("dir") == "desc"
+            rows.sort(key=lambda r, col=col: (r.get(col) is None, r.get(col)), reverse=descending)
+        page = rows[start : start + limit]
+        more = start + limit < len(rows)
+        labels: dict[str, int] = {}
+        for r in rows:
+            labels[str(r.get("label") or "")] = labels.get(str(r.get("label") or ""), 0) + 1
+        return 200, {
+            "instances": page,
+            "next_token": base64.urlsafe_b64encode(str(start + limit).encode()).decode() if more else None,
+            "total_instances": len(rows),
+            "label_counts": labels,
+        }
 
     def _boot(self, instance: FakeInstance) -> None:
         """What the host does: the container's sshd, with the keys our request carried."""
@@ -231,13 +274,22 @@ class FakeVast:
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}") if length else {}
-                path = urlsplit(self.path).path
+                url = urlsplit(self.path)
+                path = url.path
+                query = dict(parse_qsl(url.query))
+                if self.command == "GET":
+                    body = {**query, **body}
                 vast.requests.append((self.command, path, body, self.headers.get("Authorization", "")))
-                parts = tuple(p for p in path.split("/") if p)[2:]  # after /api/v0
+                version = tuple(p for p in path.split("/") if p)[1:2]
+                parts = tuple(p for p in path.split("/") if p)[2:]  # after /api/v0 or /api/v1
                 if not vast.authorised(self.headers.get("Authorization", ""), self.command, parts):
                     denied = {"success": False, "error": "auth_error", "msg": "Invalid user key"}
                     return self._answer(401, denied)
                 route = (self.command, *parts)
+                if version == ("v1",):
+                    if route == ("GET", "instances"):
+                        return self._answer(*vast.list_instances(query))
+                    return self._answer(404, {"success": False, "error": "not_found", "msg": path})
                 if route == ("POST", "bundles"):
                     return self._answer(200, vast.search(body))
                 if len(route) == 3 and route[:2] == ("PUT", "asks"):

@@ -7,6 +7,8 @@ never blocks the pool's event loop. The methods used and the endpoints they call
   filters are exactly the ones we build and nothing is added behind our back)
 - `create_instance` -> PUT    /api/v0/asks/{offer}/     (returns `new_contract`, the instance id)
 - `show_instance`   -> GET    /api/v0/instances/{id}/?owner=me
+- `show_instances`  -> GET    /api/v1/instances/        (every page: the SDK follows `next_token`
+  with `after_token`, 25 rows at a time, and returns one flat list)
 - `destroy_instance`-> DELETE /api/v0/instances/{id}/
 
 None of them prints (the SDK prints only with `explain=`/`curl=`, which stay off). Failures come
@@ -98,6 +100,12 @@ class VastAPI:
             )
         except _Gone:
             return None
+
+    async def instances(self) -> list[dict[str, Any]]:
+        """Every instance of the account, all pages read: how `leftovers` finds, by label, a machine
+        whose create call never answered (so its id was never learnt)."""
+        rows = await asyncio.to_thread(self._sync, "list instances", lambda: self.sdk.show_instances())
+        return [row for row in rows or [] if isinstance(row, dict)]
 
     async def destroy(self, instance_id: int) -> None:
         """Destroy the instance; one already gone is fine (destroy must be idempotent)."""

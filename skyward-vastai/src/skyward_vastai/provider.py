@@ -5,7 +5,9 @@ when nothing matches. `launch` rents offers cheapest-first in the allocation's o
 per node; an offer rented away meanwhile is skipped for the next one, and when every offer has
 been tried the market is searched again after a backoff (`CloudProvider.retry_capacity`).
 `refresh` reads instances back and reports those whose sshd answers with the pool's host key;
-`destroy` destroys them. SSH, bootstrap and workers are `CloudProvider`'s.
+`destroy` destroys them. `leftovers` lists the account's instances and picks this pool's by label,
+so teardown also destroys a machine whose create call never answered. SSH, bootstrap and workers
+are `CloudProvider`'s.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 
 #: `actual_status` values after which an instance never comes up (Vast's documented list).
 FAILED_STATES = ("exited", "offline")
+#: Status values of an instance already on its way out: `leftovers` leaves it alone, since
+#: destroying it again would only fail or repeat work Vast is already doing.
+GONE_STATES = ("destroying", "destroyed", "deleted", "terminated")
 
 
 class VastAIProvider(CloudProvider):
@@ -118,6 +123,12 @@ class VastAIProvider(CloudProvider):
         busy = set(self._machines.values())
         return [o for o in self._offers if o.id not in self._tried and o.machine_id not in busy]
 
+    @staticmethod
+    def label_prefix(cluster: Cluster) -> str:
+        """The start of every label this pool gives its instances (`_request`), and of no other
+        pool's: the trailing `-node-` keeps pool `a` from matching pool `ab`."""
+        return f"skyward-{cluster.id}-node-"
+
     def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, object]:
         """The create-instance fields: image, disk, our keys (env + onstart), a label with the pool."""
         assert self.access is not None
@@ -126,7 +137,7 @@ class VastAIProvider(CloudProvider):
             "disk": float(self._query.disk_gb if self._query else self.config.disk_gb),
             "env": {HOST_KEY_VARIABLE: self.access.host_key_b64},
             "onstart_cmd": onstart_script(self.access),
-            "label": f"skyward-{cluster.id}-node-{node}",
+            "label": f"{self.label_prefix(cluster)}{node}",
             "ssh": True,
             "direct": True,
             "cancel_unavail": True,
@@ -178,6 +189,23 @@ class VastAIProvider(CloudProvider):
         if not over:
             self._log.info("skyward.vastai_host_key_pending", instance=instance.id, node=instance.node)
         return over
+
+    # -- leftovers ---------------------------------------------------------------------------------
+
+    async def leftovers(self, cluster: Cluster) -> list[Instance]:
+        """This pool's instances Vast still lists, found by label: a create whose answer was lost
+        (an error or a dropped connection after Vast had rented the machine) left one whose id we
+        never got, and it bills until destroyed. Instances already being destroyed are skipped."""
+        prefix = self.label_prefix(cluster)
+        left = []
+        for row in await self.api.instances():
+            if not str(row.get("label") or "").startswith(prefix):
+                continue
+            states = {str(row.get(k) or "") for k in ("actual_status", "intended_status", "cur_state")}
+            if states & set(GONE_STATES):
+                continue
+            left.append(Instance(id=str(row["id"]), node=-1))
+        return left
 
     # -- destroy -----------------------------------------------------------------------------------
 
