@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import cloudpickle
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
@@ -44,13 +43,6 @@ CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CR
            "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
            "https_proxy")
 SUBNET_OCTET = 211
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]:
-    cloudpickle.register_pickle_by_value(request.module)
-    yield
-    cloudpickle.unregister_pickle_by_value(request.module)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """Fixtures for the pipeline tests: real pools of real worker processes on this machine (`sky.Local()`).
 
 Test modules are not importable on a worker (pytest puts `tests/core` on the client's `sys.path`
-only), so every test module is shipped by value, the way a `__main__` script is.
+only), so every test module is shipped by value (tests/conftest.py), the way a `__main__` script is.
 """
 
 from __future__ import annotations
@@ -9,19 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import cloudpickle
 import pytest
 from core_support import local_pool
 
 import skyward as sky
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]:
-    module = request.module
-    cloudpickle.register_pickle_by_value(module)
-    yield
-    cloudpickle.unregister_pickle_by_value(module)
 
 
 @pytest.fixture(scope="module")

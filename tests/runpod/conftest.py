@@ -12,7 +12,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import cloudpickle
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
@@ -21,14 +20,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fake_runpod import FakeRunPod  # noqa: E402
 from runpod_support import API_KEY  # noqa: E402
 from ssh_hosts import workers_of  # noqa: E402
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]:
-    module = request.module
-    cloudpickle.register_pickle_by_value(module)
-    yield
-    cloudpickle.unregister_pickle_by_value(module)
 
 
 @pytest.fixture(autouse=True)

@@ -6,26 +6,17 @@ temporary folder and are stopped when the session ends (see ssh_hosts.py). Pools
 `SSH(python=sys.executable)`: node venvs are built from this interpreter, with its site-packages
 visible, so a bootstrap takes seconds.
 
-Test modules are not importable on a worker, so each one is shipped by value, like a script.
+Test modules are not importable on a worker: tests/conftest.py ships each one by value, like a script.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-import cloudpickle
 import pytest
 from ssh_hosts import SSHHosts, ssh_pool, start_hosts, workers_of
 
 import skyward as sky
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]:
-    module = request.module
-    cloudpickle.register_pickle_by_value(module)
-    yield
-    cloudpickle.unregister_pickle_by_value(module)
 
 
 @pytest.fixture(scope="session")

@@ -9,13 +9,10 @@ each pool's key there is removed when the pool ends.
 
 from __future__ import annotations
 
-import getpass
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import cloudpickle
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
@@ -23,19 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from ssh_hosts import workers_of  # noqa: E402
 from vast_server import FakeVast, offer  # noqa: E402
+from vast_support import API_KEY  # noqa: E402
 
-import skyward as sky  # noqa: E402
 from skyward.providers import cloud  # noqa: E402
-
-API_KEY = "vast-test-key-7f3a9c1e5b2d4f6a"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]:
-    module = request.module
-    cloudpickle.register_pickle_by_value(module)
-    yield
-    cloudpickle.unregister_pickle_by_value(module)
 
 
 @pytest.fixture(autouse=True)
@@ -62,17 +49,3 @@ def vast(tmp_path: Path) -> Iterator[FakeVast]:
         assert not any(left.values()), f"workers left running on Vast instances: {left}"
     finally:
         server.stop()
-
-
-def vast_provider(vast: FakeVast, **kwargs: Any) -> sky.VastAI:
-    kwargs.setdefault("api_key", API_KEY)
-    kwargs.setdefault("ssh_user", getpass.getuser())
-    kwargs.setdefault("python", sys.executable)
-    return sky.VastAI(server_url=vast.url, **kwargs)
-
-
-def vast_pool(vast: FakeVast, *, provider: Any = None, **kwargs: Any) -> sky.Compute:
-    kwargs.setdefault("console", False)
-    kwargs.setdefault("logging", False)
-    kwargs.setdefault("allocation", "on-demand")
-    return sky.Compute(provider=provider or vast_provider(vast), **kwargs)

@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from conftest import API_KEY, vast_pool, vast_provider
 from vast_server import FakeVast
+from vast_support import API_KEY, vast_pool, vast_provider
 
 import skyward as sky
 from skyward.accelerators import A100, H100, T4, Custom, TPUv5e, resolve

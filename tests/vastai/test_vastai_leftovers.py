@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import API_KEY, vast_pool, vast_provider
 from vast_server import FakeVast
+from vast_support import API_KEY, vast_pool, vast_provider
 
 from skyward.errors import ProvisionError
 from skyward.providers.base import Cluster

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import API_KEY, vast_pool, vast_provider
 from vast_server import FakeVast
+from vast_support import API_KEY, vast_pool, vast_provider
 
 import skyward as sky
 from skyward.errors import HostKeyError
