@@ -242,6 +242,26 @@ def test_a_machine_whose_sshd_boots_after_ssh_timeout_is_waited_for_within_provi
         assert where() >> pool
 
 
+def test_launching_together_deletes_what_the_other_nodes_got_when_one_fails(cloud: ToyCloud) -> None:
+    deleted: list[str] = []
+
+    class Recording(ToyProvider):
+        async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+            deleted.extend(i.id for i in instances)
+
+    async def launch_one(node: int) -> Instance:
+        await asyncio.sleep(0.01 * node)
+        if node == 1:
+            raise CapacityError("no room for node 1")
+        return Instance(id=f"m{node}", node=node)
+
+    provider = Recording(cloud)
+    cluster = Cluster(id="p", provider="toy", spec=None)
+    with pytest.raises(CapacityError, match="node 1"):
+        asyncio.run(provider.launch_together(cluster, [0, 1, 2], launch_one))
+    assert sorted(deleted) == ["m0", "m2"]
+
+
 # -- the keys ----------------------------------------------------------------------------------------
 
 

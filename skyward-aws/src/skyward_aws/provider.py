@@ -196,15 +196,7 @@ class AWSProvider(CloudProvider):
 
     async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         """One machine per node, launched together; if one fails for good, the others are deleted."""
-        starts = (self._launch_node(cluster, n) for n in nodes)
-        results = await asyncio.gather(*starts, return_exceptions=True)
-        launched = [r for r in results if isinstance(r, Instance)]
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            if launched:
-                await asyncio.shield(self._destroy_quietly(cluster, launched))
-            raise failures[0]
-        return launched
+        return await self.launch_together(cluster, nodes, lambda n: self._launch_node(cluster, n))
 
     async def _launch_node(self, cluster: Cluster, node: int) -> Instance:
         plan: Plan = cluster.state["aws"]

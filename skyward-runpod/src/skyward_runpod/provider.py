@@ -78,18 +78,10 @@ class RunPodProvider(CloudProvider):
 
     async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         """One pod per node, created together; if any cannot be, the others are deleted again."""
-        results = await asyncio.gather(
-            *(self.retry_capacity(lambda n=n: self._create(cluster, n), f"RunPod pod for node {n}")
-              for n in nodes),
-            return_exceptions=True,
+        return await self.launch_together(
+            cluster, nodes,
+            lambda n: self.retry_capacity(lambda: self._create(cluster, n), f"RunPod pod for node {n}"),
         )
-        created = [r for r in results if isinstance(r, Instance)]
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            if created:
-                await asyncio.shield(self._destroy_quietly(cluster, created))
-            raise failures[0]
-        return created
 
     async def _create(self, cluster: Cluster, node: int) -> Instance:
         """Try each offer in turn; only "no capacity" moves on to the next one."""
