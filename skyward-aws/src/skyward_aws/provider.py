@@ -102,19 +102,12 @@ class AWSProvider(CloudProvider):
     # -- prepare -----------------------------------------------------------------------------------
 
     async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
-        from skyward.transport.ssh import remove_pool_key
-
+        # A failure here leaves no login key behind: CloudProvider.prepare removes it.
         region = await self._call(resolve_region, self.config, spec.region)
         self._clients = await self._call(clients_for, self.config, region)
         owner = await self._call(check_credentials, self.clients)
-        try:
-            plan = await self._plan(spec, pool_id, region, owner)
-            plan = await self._create_shared(plan, pool_id)
-        except BaseException:
-            # The pool only tears down what prepare returned: nothing, here. The login key the
-            # base made for this pool would outlive it.
-            remove_pool_key(pool_id)
-            raise
+        plan = await self._plan(spec, pool_id, region, owner)
+        plan = await self._create_shared(plan, pool_id)
         self._log.info(
             "skyward.aws_prepared", pool=pool_id, region=region, instance_type=plan.instance_type.name,
             image=plan.image.id, market=plan.market, security_group=plan.security_group,
@@ -166,10 +159,11 @@ class AWSProvider(CloudProvider):
                         "skyward.aws_price_unknown", instance_type=kind.name, max_hourly_cost=cap
                     )
                 return kind, spot.get(kind.name), on_demand.get(kind.name)
-        cheapest = min((paid[k] for k in top if k in paid), default=None)
+        cheapest = min((k for k in top if k in paid), key=paid.__getitem__, default=top[0])
         raise ProvisionError(
             f"aws: every fitting instance type costs more than max_hourly_cost={cap} per node "
-            f"(the cheapest, {top[0]}, is ${cheapest}/h); raise max_hourly_cost or ask for a smaller machine"
+            f"(the cheapest, {cheapest}, is ${paid.get(cheapest)}/h); raise max_hourly_cost or ask for "
+            "a smaller machine"
         )
 
     async def _create_shared(self, plan: Plan, pool_id: str) -> Plan:
