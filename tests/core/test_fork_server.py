@@ -214,5 +214,7 @@ def test_a_fork_server_running_threads_refuses_to_fork(tmp_path: Path) -> None:
     # A site hook that starts a thread makes forking unsafe: the server says so instead.
     (tmp_path / "sitecustomize.py").write_text("import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
 
+    python_path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+
     with pytest.raises(forkserver.ForkServerError, match="unsafe: the server runs 2 threads"):
-        fork_one_worker({**os.environ, "PYTHONPATH": str(tmp_path)})
+        fork_one_worker({**os.environ, "PYTHONPATH": python_path})

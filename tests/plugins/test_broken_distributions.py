@@ -38,7 +38,8 @@ def distribution(root: Path, name: str, hooks: str) -> Path:
 
 
 def run(site: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "PYTHONPATH": str(site), **env}
+    python_path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    environ = {**os.environ, "PYTHONPATH": python_path, **env}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environ)
 
 
