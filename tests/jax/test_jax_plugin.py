@@ -186,6 +186,14 @@ def test_a_single_node_pool_is_a_one_process_cluster() -> None:
         assert (single_process_topology() >> pool) == (1, 0)
 
 
+def test_a_first_task_on_one_node_still_joins_every_node_into_the_cluster() -> None:
+    # jax.distributed.initialize waits for every process: a lone first task used to wait there
+    # for a node that never joined.
+    with local_pool(2, plugins=[sky.plugins.jax(cuda="cpu")]) as pool:
+        assert pool.run(single_process_topology(), target=1) == (2, 1)
+        assert [r["allgather"] for r in jax_topology() @ pool] == [[0, 1], [0, 1]]
+
+
 # --- GPU ----------------------------------------------------------------------------------------
 
 

@@ -178,6 +178,38 @@ def test_ddp_on_sharded_data_ends_with_identical_weights_equal_to_full_batch_tra
         torch.testing.assert_close(state0[name], value, rtol=1e-5, atol=1e-6)
 
 
+@sky.function
+def rank_and_world() -> tuple[int, int]:
+    import torch.distributed as dist
+
+    return dist.get_rank(), dist.get_world_size()
+
+
+def rank_and_world_for(item: int) -> tuple[int, int]:
+    import torch.distributed as dist
+
+    return dist.get_rank(), dist.get_world_size()
+
+
+@pytest.mark.parametrize("first", ["one node", "the second node", "async", "map"])
+def test_a_first_task_sent_to_one_node_still_forms_the_group(first: str) -> None:
+    # The group is a collective: a first task on one node used to wait there for the other rank
+    # until the rendezvous timed out, and every later collective failed with it.
+    with torch_pool(timeout=60) as compute:
+        if first == "one node":
+            answers = [rank_and_world() >> compute]
+        elif first == "the second node":
+            answers = [compute.run(rank_and_world(), target=1)]
+        elif first == "async":
+            answers = [(rank_and_world() > compute).result(timeout=120)]
+        else:
+            answers = compute.map(rank_and_world_for, [0, 1, 2])
+        assert all(world == NODES for _, world in answers)
+        assert all_reduce_rank_plus_one() @ compute == [(0, NODES, 3), (1, NODES, 3)]
+    if first == "the second node":
+        assert answers == [(1, NODES)]
+
+
 def test_after_the_pool_exits_no_worker_or_group_remains() -> None:
     import socket
 

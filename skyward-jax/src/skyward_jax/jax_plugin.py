@@ -19,10 +19,10 @@ The coordinator is node 0 (``InstanceInfo.head_addr``) on port ``head_port + COO
 torch and jax plugins gets two distinct rendezvous ports.
 
 One JAX process per node: ``process_id`` is ``InstanceInfo.node`` and ``num_processes`` is
-``InstanceInfo.total_nodes``. ``jax.distributed.initialize`` waits until every process has joined,
-so every node must receive a task (broadcast with ``fn() @ pool``); a single ``fn() >> pool`` waits
-for nodes that never join. Use the default thread executor: with ``Worker(executor="process")``
-tasks run in subprocesses that this hook does not initialise.
+``InstanceInfo.total_nodes``. ``jax.distributed.initialize`` waits until every process has joined;
+the pool's first dispatch sends every worker it does not target an empty task, so every node joins
+even when the first task is a single ``fn() >> pool``. Use the default thread executor: with
+``Worker(executor="process")`` tasks run in subprocesses that this hook does not initialise.
 
 List ``jax()`` before plugins that use JAX on the worker (``plugins=[sky.plugins.jax(),
 sky.plugins.keras(backend="jax")]``): ``around_app`` hooks enter in plugin order, and
@@ -184,6 +184,12 @@ def _around_app(gpu: bool, info: Any) -> Iterator[None]:
         _pin_cpu()
     started = _initialize(env)
     try:
+        # Create the backend here, while every process is in this hook at once: in a cluster its
+        # creation is itself a collective (the processes exchange their devices), so a process
+        # that first touched JAX in a task sent to it alone would wait for the others for ever.
+        import jax as jax_lib
+
+        jax_lib.devices()
         yield
     finally:
         if started:

@@ -25,8 +25,8 @@ the launcher's values are kept: it may have started several processes per node, 
 knows how to number.
 
 ``init_process_group`` is a collective: every rank blocks in it until all have arrived. The group
-forms on the first task each worker runs, so the first task must reach every node, i.e. dispatch
-it with ``@`` (broadcast), as distributed training does anyway.
+forms on the first task each worker runs, and the pool's first dispatch sends every worker it does
+not target an empty task, so all ranks arrive even when the first task is a lone ``>>``.
 
 User code written for ``torchrun`` calls ``dist.init_process_group(...)`` (and often
 ``dist.destroy_process_group()``) itself. While the plugin's group exists those two calls would

@@ -62,6 +62,7 @@ from skyward.messages import Hello, StreamRef, TaskMessage
 from skyward.plugin import LaunchCommand
 from skyward.providers.base import NodeSetup
 from skyward.wire import Kind, check_picklable, encode, is_plain
+from skyward.worker.lifecycle import enter_worker_contexts
 
 #: Task timeouts at least this long (the default is 300 s) are enforced by one sweep a second
 #: over the tasks in flight, not by a timer per task: a second late on a limit of minutes does not
@@ -123,6 +124,9 @@ class Pool:
         self.bootstrap_ops: tuple[Any, ...] = ()
         self._worker_plugins: tuple[Any, ...] = ()
         self.workers_per_node = 1
+        #: The workers' plugin contexts are still to be entered everywhere (`_enter_contexts_everywhere`).
+        self._contexts_pending = False
+        self._contexts_lock = threading.Lock()
 
     # -- public: events ----------------------------------------------------------------------------------
 
@@ -393,9 +397,44 @@ class Pool:
                 "or a hook runs there), which would wait for ever. Dispatch with `>` (pool.run_async) "
                 "and do not wait for the future there, or hand the work to another thread."
             )
+        if self._contexts_pending:
+            self._enter_contexts_everywhere(tasks)
         if len(tasks) == 1 and self._dispatch_now(tasks[0], call):
             return
         self._call(self._submit_on_loop, tasks)
+
+    def _enter_contexts_everywhere(self, tasks: list[TaskState]) -> None:
+        """With the pool's first tasks, send every worker they do not target a task that does nothing.
+
+        A worker enters its plugins' `around_app` contexts before its first task. Some of them are
+        collectives: torch's `init_process_group` and `jax.distributed.initialize` block until every
+        worker has arrived. A first task sent to one node (`>>`) would wait there for workers that
+        had no task, until the rendezvous timed out. The empty tasks bring every worker in at once,
+        so the first task may go anywhere; a broadcast targets every worker already and adds none.
+        """
+        with self._contexts_lock:
+            if not self._contexts_pending:
+                return
+            self._contexts_pending = False
+        keys = self._worker_keys()
+        if len(keys) < 2:
+            return  # a lone worker's first task enters its contexts itself
+        targeted = {task.target for task in tasks}
+        name = enter_worker_contexts.__name__
+        shipped = self._ship(enter_worker_contexts, name, None)
+        empty = [self._task(enter_worker_contexts, name, shipped, (), {}, key, None, None) for key in keys]
+        empty = [task for task in empty if task.target not in targeted]
+        for task in empty:
+            assert task.future is not None
+            task.future.add_done_callback(self._contexts_entered)
+        self._call(self._submit_on_loop, empty)
+
+    def _contexts_entered(self, future: concurrent.futures.Future[Any]) -> None:
+        """Log a worker that failed to enter its contexts: that worker's next task fails with the
+        same error and reaches its caller, so nothing is lost by not raising it here."""
+        error = future.exception()
+        if error is not None and not isinstance(error, PoolClosedError | NodeLostError):
+            self._log.warning("skyward.worker_contexts_failed", pool=self.name, error=str(error))
 
     def _dispatch_now(self, task: TaskState, call: bool = False) -> bool:
         """Write a lone task from the caller's thread straight to an idle node's pipe.
@@ -727,6 +766,7 @@ class Pool:
             self.bus.add_secret(secret)
         self.bootstrap_ops = self.hooks.bootstrap_ops(self.cluster)
         self._worker_plugins = self.hooks.worker_plugins()
+        self._contexts_pending = any(getattr(p, "around_app", None) is not None for p in self._worker_plugins)
         self.workers_per_node = self.hooks.workers_per_node(spec)
         count = spec.nodes.desired
         instances = await self._provider.provision(self.cluster, list(range(count)))

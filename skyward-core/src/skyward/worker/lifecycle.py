@@ -81,6 +81,11 @@ class AppLifecycle:
         return errors
 
 
+def enter_worker_contexts() -> None:
+    """A task that does nothing. A worker enters its plugins' `around_app` contexts before it runs
+    any task, and that is all the pool sends this for: see `Pool._enter_contexts_everywhere`."""
+
+
 def decorate(fn: Any, plugins: tuple[Any, ...]) -> Any:
     """Chain plugin decorators so the first plugin's decorator is the outermost."""
     for plugin in reversed(plugins):
