@@ -265,7 +265,8 @@ class Pool:
         Every worker learns its new place before its next task: `sky.instance_info()` gives the
         new `total_nodes` and `peers`, so `sky.shard` splits across all the nodes there are now.
         Plugins that formed a distributed group at worker start (torch, jax) keep the group they
-        formed; start a new pool to train at a new size.
+        formed; start a new pool to train at a new size. A task pinned to a node that leaves (a
+        broadcast's share, `target=`) fails with `NodeLostError`; the others run elsewhere.
         """
         from skyward.spec import normalize_nodes
 
@@ -688,11 +689,7 @@ class Pool:
             lost = self._instances.pop(index, None) if not others else None
             if lost is not None and self._provider is not None:
                 await self._terminate([lost])
-            for task in self._scheduler.drain():
-                if task.target == key:
-                    task.fail(NodeLostError(f"Node {index} was lost and could not be replaced: {exc}"))
-                else:
-                    self._scheduler.enqueue(task)
+            self._fail_pinned({key}, index, f"was lost and could not be replaced: {exc}")
         finally:
             self._replacing.discard(key)
             self._fail_if_no_node_left()  # nothing to do while a node is left
@@ -898,14 +895,17 @@ class Pool:
         elif desired < len(current):
             for index in current[desired:]:
                 instance = self._instances.pop(index)
+                keys = set()
                 for node in [n for n in list(self._scheduler.nodes.values()) if n.index == index]:
                     del self._scheduler.nodes[node.key]
+                    keys.add(node.key)
                     node.lost = True
                     for task in list(node.inflight.values()):
                         task.node = None
                         self._scheduler.requeue(task)
                     node.inflight.clear()
                     await node.channel.close(self.options.shutdown_timeout)
+                self._fail_pinned(keys, index, f"left the pool when it was resized to {desired} node(s)")
                 await self._terminate([instance])
             self._announce_places()
             self._scheduler.pump()
@@ -914,11 +914,24 @@ class Pool:
         """Drop `instances` from the pool: their workers closed, the machines terminated."""
         for instance in instances:
             self._instances.pop(instance.node, None)
+            keys = set()
             for node in [n for n in list(self._scheduler.nodes.values()) if n.index == instance.node]:
                 del self._scheduler.nodes[node.key]
+                keys.add(node.key)
                 node.lost = True
                 await node.channel.close(timeout=1)
+            self._fail_pinned(keys, instance.node, "did not start and was given back")
         await self._terminate(instances)
+
+    def _fail_pinned(self, keys: Collection[int], index: int, why: str) -> None:
+        """Fail the queued tasks pinned to the workers `keys`, which left the pool: no other worker
+        may run them (a broadcast's share, `target=`), and waiting would end only in a time-out
+        that names the wrong cause."""
+        for task in self._scheduler.drain():
+            if task.target in keys:
+                task.fail(NodeLostError(f"{task.name}() (task {task.id}) was pinned to node {index}, which {why}"))
+            else:
+                self._scheduler.enqueue(task)
 
     async def _terminate(self, instances: list[Any]) -> None:
         """Terminate machines the pool lets go; a failure is reported, never swallowed, since a
