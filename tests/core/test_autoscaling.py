@@ -116,13 +116,15 @@ def test_manual_resize_is_reported_as_an_event() -> None:
 def test_tasks_pinned_to_a_node_that_a_resize_removes_fail_at_once_naming_why(tmp_path: Path) -> None:
     never = str(tmp_path / "never")
     started: list[sky.TaskStarted] = []
-    with local_pool(2, options=sky.Options(console=False, logging=False, default_compute_timeout=120)) as pool:
+    options = sky.Options(console=False, logging=False, default_compute_timeout=120)
+    with local_pool(2, options=options) as pool:
         pool.on(sky.TaskStarted, started.append)
         running = pool.run_async(wait_for(never), target=1)
         assert wait_until(lambda: [e.node for e in started] == [1], timeout=30)
         queued = pool.run_async(wait_for(never), target=1)  # waits for the busy node
         pool.resize(1)
         for future in (running, queued):
-            with pytest.raises(sky.NodeLostError, match="pinned to node 1, which left the pool when it was resized to 1 node"):
+            why = "pinned to node 1, which left the pool when it was resized to 1 node"
+            with pytest.raises(sky.NodeLostError, match=why):
                 future.result(timeout=30)  # not after the two-minute time limit
         assert worker_pid() @ pool == [worker_pid() >> pool]  # the pool keeps working

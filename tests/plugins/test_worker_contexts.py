@@ -110,6 +110,7 @@ def test_a_worker_that_fails_to_enter_says_so_with_its_next_task() -> None:
 
     with compute([Plugin.create("picky").with_around_app(around)]) as pool:
         assert pool.run(node(), target=0) == 0
-        with pytest.raises(sky.PluginError, match="'picky' failed in around_app on entering: RuntimeError: no device on node 1"):
+        why = "'picky' failed in around_app on entering: RuntimeError: no device on node 1"
+        with pytest.raises(sky.PluginError, match=why):
             pool.run(node(), target=1)
         assert pool.run(node(), target=0) == 0  # the pool keeps working

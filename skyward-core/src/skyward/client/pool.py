@@ -418,13 +418,13 @@ class Pool:
                 return
             self._contexts_pending = False
         keys = self._worker_keys()
-        if len(keys) < 2:
-            return  # a lone worker's first task enters its contexts itself
         targeted = {task.target for task in tasks}
+        untargeted = [key for key in keys if key not in targeted]
+        if len(keys) < 2 or not untargeted:
+            return  # a lone worker's first task enters its contexts itself, as does a broadcast's
         name = enter_worker_contexts.__name__
         shipped = self._ship(enter_worker_contexts, name, None)
-        empty = [self._task(enter_worker_contexts, name, shipped, (), {}, key, None, None) for key in keys]
-        empty = [task for task in empty if task.target not in targeted]
+        empty = [self._task(enter_worker_contexts, name, shipped, (), {}, k, None, None) for k in untargeted]
         for task in empty:
             assert task.future is not None
             task.future.add_done_callback(self._contexts_entered)
@@ -929,7 +929,8 @@ class Pool:
         that names the wrong cause."""
         for task in self._scheduler.drain():
             if task.target in keys:
-                task.fail(NodeLostError(f"{task.name}() (task {task.id}) was pinned to node {index}, which {why}"))
+                pinned = f"{task.name}() (task {task.id}) was pinned to node {index}"
+                task.fail(NodeLostError(f"{pinned}, which {why}"))
             else:
                 self._scheduler.enqueue(task)
 
