@@ -282,3 +282,47 @@ def test_default_provider_applies_under_a_pool(tmp_path: Path) -> None:
 
     write(tmp_path, '[defaults]\nprovider = "local"\n[pools.dev]\nnodes = 2\n')
     assert load_pool("dev")[0].provider == Local()
+
+
+# --- key paths: every failure names the table and key it came from
+
+
+def test_an_unknown_key_in_a_nested_table_names_its_whole_path(tmp_path: Path) -> None:
+    write(tmp_path, "[pools.train.options.worker]\nconcurency = 4\n")
+    with pytest.raises(ConfigurationError, match=r"\[pools.train\].options.worker: unknown key 'concurency'; "
+                       r"did you mean 'concurrency'\?"):
+        load_pool("train")
+
+
+def test_an_unknown_key_in_a_volume_names_the_volume_by_index(tmp_path: Path) -> None:
+    write(tmp_path, """\
+        [pools.train]
+        volumes = [{ bucket = "a", mount = "/data" }, { bucket = "b", mount = "/ckpt", readonly = false }]
+        """)
+    with pytest.raises(ConfigurationError, match=r"\[pools.train\].volumes\[1\]: unknown key 'readonly'; "
+                       r"did you mean 'read_only'\?"):
+        load_pool("train")
+
+
+def test_an_invalid_value_in_a_nested_table_names_its_path(tmp_path: Path) -> None:
+    write(tmp_path, "[pools.train.options.logging]\nlevel = 'LOUD'\n")
+    with pytest.raises(ConfigurationError, match=r"\[pools.train\].options.logging: .*LOUD"):
+        load_pool("train")
+
+
+def test_a_value_where_a_table_belongs_says_to_write_a_table(tmp_path: Path) -> None:
+    write(tmp_path, "[pools.train]\nimage = 'python:3.12'\n")
+    with pytest.raises(ConfigurationError, match=r"\[pools.train\].image: image must be a table"):
+        load_pool("train")
+
+
+def test_logging_may_be_a_switch_or_a_table(tmp_path: Path) -> None:
+    write(tmp_path, "[pools.quiet.options]\nlogging = false\n[pools.loud.options.logging]\nlevel = 'DEBUG'\n")
+    assert load_pool("quiet")[1].logging is False
+    assert load_pool("loud")[1].logging == LogConfig(level="DEBUG")
+
+
+def test_a_key_only_the_defaults_table_gets_wrong_is_reported_for_every_pool(tmp_path: Path) -> None:
+    write(tmp_path, "[defaults]\nnodez = 2\n[pools.a]\n")
+    with pytest.raises(ConfigurationError, match=r"\[pools.a\]: unknown key 'nodez'; did you mean 'nodes'\?"):
+        load_pool("a")

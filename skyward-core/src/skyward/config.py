@@ -26,7 +26,8 @@ sub-folder of a project still finds the project's pools. The shape::
     worker = { concurrency = 4 }    # sky.Worker fields
     logging = { level = "DEBUG" }   # sky.LogConfig fields, or true / false
 
-Every other ``Spec`` field may appear in a pool table. Merging ``[defaults]`` under a pool is
+Every other ``Spec`` field may appear in a pool table. One cattrs converter turns the tables into
+records, refusing unknown keys and naming the key path of any failure. Merging ``[defaults]`` under a pool is
 per key: tables (``image``, ``options``, ``provider`` of the same ``type``...) merge key by key,
 while any other value set in the pool, lists included, replaces the default. A ``provider``
 value is given, with its other keys as keyword arguments, to
@@ -37,13 +38,22 @@ as that package is installed. ``plugins`` are Python objects and stay in Python.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
+import cattrs
+from cattrs.errors import (
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
+from cattrs.gen import make_dict_structure_fn_from_attrs, override
 
 from skyward.errors import ConfigurationError
 from skyward.image import Image
@@ -147,9 +157,14 @@ class SkywardConfig:
             raise ConfigurationError(f"{where}: {error}") from None
 
 
-# --- building specs from tables
+# --- building specs from tables, with a cattrs converter
+#
+# cattrs walks the tables: it refuses keys a record does not have (``forbid_extra_keys``), builds the
+# nested records (image, nodes, volumes, options, worker, logging) and collects, for any failure,
+# the path of keys that led to it. Values themselves are passed as they are to the attrs classes,
+# whose converters and validators already turn "A100" into an accelerator or refuse ``nodes = 0``
+# with an error naming the fix; a second, weaker copy of those rules here would drift from them.
 
-_SPEC_KEYS = tuple(field.name for field in attrs.fields(Spec))
 _TOML_ONLY_KEYS = ("options",)
 
 
@@ -176,75 +191,166 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _reject_unknown(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
-    for key in table:
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(known)}"
-            raise ConfigurationError(f"{where}: unknown key {key!r}; {hint}")
-
-
-def _table(value: object, where: str, key: str) -> dict[str, Any]:
+def _table(value: object, key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ConfigurationError(f"{where}: {key} must be a table, e.g. [{key}] or {key} = {{ ... }}")
+        raise ConfigurationError(f"{key} must be a table, e.g. [{key}] or {key} = {{ ... }}")
     return value
 
 
-def _build(table: dict[str, Any], where: str) -> tuple[Spec, Options]:
-    _reject_unknown(table, _SPEC_KEYS + _TOML_ONLY_KEYS, where)
-    fields = dict(table)
-    options = _options(_table(fields.pop("options", {}), where, "options"), f"{where}.options")
-    if "plugins" in fields:
-        raise ConfigurationError(
-            f"{where}: plugins cannot be set in {CONFIG_FILENAME}; they are Python objects, so build "
-            "the pool in code: sky.Compute(sky.Spec(..., plugins=[...]))"
-        )
-    if "provider" in fields:
-        fields["provider"] = _provider(_table(fields["provider"], where, "provider"), where)
-    if "image" in fields:
-        image = _table(fields["image"], where, "image")
-        _reject_unknown(image, tuple(f.name for f in attrs.fields(Image)), f"{where}.image")
-        fields["image"] = Image(**image)
-    if isinstance(fields.get("nodes"), dict):
-        nodes = fields["nodes"]
-        _reject_unknown(nodes, ("desired", "min", "max"), f"{where}.nodes")
-        fields["nodes"] = Nodes(**nodes)
-    elif isinstance(fields.get("nodes"), list):
-        fields["nodes"] = tuple(fields["nodes"])
-    if "volumes" in fields:
-        fields["volumes"] = [_volume(v, f"{where}.volumes") for v in fields["volumes"]]
-    return Spec(**fields), options
+def _as_is(value: object, _type: object) -> object:
+    """Hand the value to the record's own converter and validators unchanged."""
+    return value
 
 
-def _provider(table: dict[str, Any], where: str) -> object:
-    kwargs = dict(table)
-    kind = kwargs.pop("type", None)
+Hook = Callable[[Any, Any], Any]
+
+
+def _record(converter: cattrs.Converter, cls: type, key: str) -> Hook:
+    """A nested record (``image``, a volume): it must be a table."""
+    return lambda value, _type: converter.structure(_table(value, key), cls)
+
+
+def _record_or_value(converter: cattrs.Converter, cls: type) -> Hook:
+    """``logging = true`` or ``logging = { level = "DEBUG" }``: a table is a record, anything else is kept."""
+    return lambda value, _type: converter.structure(value, cls) if isinstance(value, dict) else value
+
+
+def _provider(value: object, _type: object) -> object:
+    table = dict(_table(value, "provider"))
+    kind = table.pop("type", None)
     if not isinstance(kind, str):
         raise ConfigurationError(
-            f'{where}: provider needs a name, e.g. provider = "aws" or provider = {{ type = "aws" }}'
+            'provider needs a name, e.g. provider = "aws" or provider = { type = "aws" }'
         )
     from skyward.registry import provider_config  # lazy: discovery loads entry points
 
-    return provider_config(kind, **kwargs)
+    return provider_config(kind, **table)
 
 
-def _volume(value: object, where: str) -> Volume:
-    table = _table(value, where, "volumes")
-    _reject_unknown(table, ("bucket", "mount", "prefix", "read_only"), where)
-    return Volume(**table)
+def _nodes(converter: cattrs.Converter) -> Hook:
+    """``nodes = 4``, ``nodes = [2, 8]`` (a range) or ``nodes = { desired = 8, min = 4 }``."""
+
+    def structure(value: object, _type: object) -> object:
+        if isinstance(value, dict):
+            return converter.structure(value, Nodes)
+        return tuple(value) if isinstance(value, list) else value
+
+    return structure
 
 
-def _options(table: dict[str, Any], where: str) -> Options:
-    _reject_unknown(table, tuple(f.name for f in attrs.fields(Options)), where)
+def _volumes(converter: cattrs.Converter) -> Hook:
+    def structure(value: object, _type: object) -> object:
+        if not isinstance(value, list):
+            return value  # Spec's own converter says what volumes must be
+        volume = _record(converter, Volume, "volumes")
+        volumes = []
+        for index, item in enumerate(value):
+            try:
+                volumes.append(volume(item, Volume))
+            except Exception as error:
+                raise _Within(f"[{index}]", error) from None
+        return tuple(volumes)
+
+    return structure
+
+
+class _Within(Exception):
+    """A failure inside one step of the key path that cattrs does not track itself (a list item)."""
+
+    def __init__(self, step: str, cause: BaseException) -> None:
+        super().__init__(step, cause)
+        self.step, self.cause = step, cause
+
+
+def _python_only(key: str, how: str) -> Hook:
+    def refuse(_value: object, _type: object) -> object:
+        raise ConfigurationError(f"{key} cannot be set in {CONFIG_FILENAME}; {how}")
+
+    return refuse
+
+
+def _register(converter: cattrs.Converter, cls: type, **hooks: Hook) -> None:
+    """Structure ``cls`` field by field: the named hooks where given, the value as it is elsewhere."""
+    overrides = {
+        field.name: override(struct_hook=hooks.get(field.name, _as_is)) for field in attrs.fields(cls)
+    }
+    # From the attrs fields, not the class: the records also carry a dataclass view, which cattrs
+    # would read instead and lose the attrs defaults computed from other fields (Spec.nodes).
+    structure = make_dict_structure_fn_from_attrs(
+        list(attrs.fields(cls)), cls, converter, _cattrs_forbid_extra_keys=True, **overrides
+    )
+    converter.register_structure_hook(cls, structure)
+
+
+@functools.cache
+def _converter() -> cattrs.Converter:
+    """The one converter from TOML tables to records (built on first use: it imports the catalog)."""
+    from skyward.accelerators import Accelerator
+
+    # Spec names Accelerator for type checkers only; cattrs resolves every annotation it reads.
+    attrs.resolve_types(Spec, localns={"Accelerator": Accelerator})
+    converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    for record in (Nodes, Volume, Worker, LogConfig, Image):
+        _register(converter, record)
+    _register(
+        converter, Options,
+        worker=_record_or_value(converter, Worker),
+        logging=_record_or_value(converter, LogConfig),
+        health_checker=_python_only(
+            "health_checker", "it is a Python object: set it with sky.Options in code"
+        ),
+    )
+    _register(
+        converter, Spec,
+        provider=_provider,
+        image=_record(converter, Image, "image"),
+        nodes=_nodes(converter),
+        volumes=_volumes(converter),
+        plugins=_python_only(
+            "plugins", "they are Python objects, so build the pool in code: "
+            "sky.Compute(sky.Spec(..., plugins=[...]))",
+        ),
+    )
+    return converter
+
+
+def _failure(error: BaseException, path: tuple[str, ...]) -> tuple[tuple[str, ...], BaseException]:
+    """The first real failure inside a cattrs error group, with the key path that led to it."""
+    if isinstance(error, _Within):
+        return _failure(error.cause, (*path, error.step))
+    if isinstance(error, ClassValidationError | IterableValidationError):
+        with_notes, without = error.group_exceptions()
+        for inner, note in with_notes:
+            step = f"[{note.index}]" if isinstance(note, IterableValidationNote) else str(note.name)
+            return _failure(inner, (*path, step))
+        if without:
+            return _failure(without[0], path)
+    return path, error
+
+
+def _message(error: BaseException, known_extra: tuple[str, ...]) -> str:
+    if isinstance(error, ForbiddenExtraKeysError):
+        key = sorted(error.extra_fields)[0]
+        known = tuple(field.name for field in attrs.fields(error.cl))
+        known += known_extra if error.cl is Spec else ()
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(known)}"
+        return f"unknown key {key!r}; {hint}"
+    return str(error)
+
+
+def _structure(value: object, cls: type, where: str, key: str | None) -> Any:
+    """Build ``cls`` from a table, or raise a ConfigurationError that points at the failing key."""
+    try:
+        return _converter().structure(_table(value, key) if key else value, cls)
+    except Exception as error:  # noqa: BLE001 - every failure becomes one error naming its key path
+        path, failure = _failure(error, (key,) if key else ())
+        dotted = "".join(step if step.startswith("[") else f".{step}" for step in path)
+        raise ConfigurationError(f"{where}{dotted}: {_message(failure, _TOML_ONLY_KEYS)}") from None
+
+
+def _build(table: dict[str, Any], where: str) -> tuple[Spec, Options]:
     fields = dict(table)
-    if isinstance(fields.get("worker"), dict):
-        _reject_unknown(fields["worker"], tuple(f.name for f in attrs.fields(Worker)), f"{where}.worker")
-        fields["worker"] = Worker(**fields["worker"])
-    if isinstance(fields.get("logging"), dict):
-        _reject_unknown(fields["logging"], tuple(f.name for f in attrs.fields(LogConfig)), f"{where}.logging")
-        fields["logging"] = LogConfig(**fields["logging"])
-    if "health_checker" in fields:
-        raise ConfigurationError(
-            f"{where}: health_checker is a Python object; set it with sky.Options in code"
-        )
-    return Options(**fields)
+    options = fields.pop("options", {})
+    spec = _structure(fields, Spec, where, None)
+    return spec, _structure(options, Options, where, "options")
