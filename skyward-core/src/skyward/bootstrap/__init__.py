@@ -4,6 +4,7 @@
 - `render.py`   `render_script(...) -> Script` (the script, identical for every provider)
 - `runner.py`   `CommandRunner` (run/put on a node), `LocalRunner`, `run_bootstrap` (markers -> events)
 - `wheels.py`   skyward's own wheels for the node, `resolve_source` for `skyward_source="auto"`
+- `wheelmaker.py` a pure-Python wheel written with the standard library (no build backend)
 - `prepare.py`  `prepare_node`: upload, render, run; what providers call
 - `planning.py` `plan(...)`, exported as `sky.plan`: the script a pool would run, without a pool
 

@@ -58,7 +58,7 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
 
         print(sky.plan(image=sky.Image(pip=["six"]), plugins=[sky.plugins.mps()]))
     """
-    from skyward.bootstrap.wheels import installed_skyward, resolve_source, source_dir
+    from skyward.bootstrap.wheels import resolve_source, shipments
     from skyward.hooks import PoolHooks
     from skyward.providers.base import Cluster
     from skyward.resolve import resolve_compute_args
@@ -76,11 +76,7 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     ops = as_ops(hooks.bootstrap_ops(cluster))
     wheels: tuple[str, ...] = ()
     if resolve_source(image) == "local":
-        wheels = tuple(
-            f"{PLAN_WORKDIR}/wheels/{_wheel_file(dist, version)}"
-            for dist, version in installed_skyward().items()
-            if _has_source(dist, source_dir)
-        )
+        wheels = tuple(f"{PLAN_WORKDIR}/wheels/{s.wheel_name}" for s in shipments() if s.local)
     includes_dir = f"{PLAN_WORKDIR}/includes" if image.includes else None
     bootstrap_args = getattr(provider, "bootstrap_args", None)
     script = render_script(
@@ -116,16 +112,3 @@ def _launch_command(provider: Any, cluster: Any, spec: Any, hooks: Any, options:
         provider, cluster, index=0, total=spec.nodes.desired, instance=instances[0], head=instances[0],
         worker=options.worker_config,
     )
-
-
-def _wheel_file(name: str, version: str) -> str:
-    return f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
-
-
-def _has_source(name: str, source_dir: Any) -> bool:
-    import importlib.metadata
-
-    try:
-        return source_dir(importlib.metadata.distribution(name)) is not None
-    except importlib.metadata.PackageNotFoundError:
-        return False

@@ -1,8 +1,8 @@
 """`prepare_node`: what a provider calls to turn a reachable machine into one ready to start a worker.
 
 It uploads skyward's wheels (source "local") and the image's includes through the provider's
-`CommandRunner`, renders the bootstrap script and runs it. Wheels are built once per client and
-source tree (cached in `~/.skyward/wheels`), however many nodes and pools ask for them.
+`CommandRunner`, renders the bootstrap script and runs it. Wheels are assembled once per client and
+content (cached in `~/.skyward/wheels`, see `wheels.py`), however many nodes and pools ask for them.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:
 
 
 async def _client_wheels() -> tuple[Path, ...]:
-    """The client's skyward wheels; concurrent nodes wait for one build instead of racing it."""
+    """The client's skyward wheels; concurrent nodes wait for one assembly instead of racing it."""
     global _wheels_lock, _wheels_loop
     loop = asyncio.get_running_loop()
     if _wheels_lock is None or _wheels_loop is not loop:

@@ -1,16 +1,25 @@
 """Skyward's own distributions on a node: which source to install from, and local wheels to upload.
 
-`resolve_source(image)` turns `Image.skyward_source="auto"` into `"local"` when this client runs
-skyward-core from a source checkout (editable or a local directory install) or a version that was
-never released (a dev or local version), and into `"pypi"` otherwise.
+`resolve_source(image)` turns `Image.skyward_source="auto"` into `"pypi"` when this client's
+skyward-core was installed from a package index at a released version (the node installs the same
+`name==version` there), and into `"local"` for every other install: an editable checkout,
+`pip install ./skyward-core`, a wheel file, a dev or local version.
 
-`local_wheels(dest)` builds a wheel (`pip wheel --no-deps --no-build-isolation`) for every installed
-`skyward-*` distribution from its source directory, found through the distribution's
-`direct_url.json`. Wheels are cached under `dest` by a digest of the source tree, so repeated pools
-(and every node of one pool) reuse them, and an edit to the source gives a new wheel. A
-distribution installed from a wheel file that still exists is reused as it is; one installed from
-an index has no source here, so it is reported and the bootstrap installs it from PyPI
-(`name==version`) instead.
+`local_wheels(dest)` gives a wheel of every installed `skyward-*` distribution, without a build
+backend in the client's environment (they are pure Python; see `wheelmaker`):
+
+- installed from a wheel file that still exists: that file, as it is;
+- an editable install: assembled from its source tree (the packages its pyproject names), with
+  the METADATA and entry points of the installed dist-info;
+- any other install: assembled from its installed files, as its RECORD lists them, so a
+  `pip install ./skyward-core` ships even when the source is gone.
+
+Assembled wheels are cached under `dest` by a digest of their bytes (they are reproducible), so
+repeated pools and every node of a pool upload the same file, and an edit gives a new one. A
+distribution none of these can give is installed from PyPI when it came from an index at a released
+version; otherwise it cannot reach a node, and `local_wheels` raises `ConfigurationError` naming it
+and the fix. The pool calls `prepare_wheels` before it asks for any machine, so that error comes
+first, not after machines were paid for.
 """
 
 from __future__ import annotations
@@ -20,39 +29,70 @@ import importlib.metadata
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 import tempfile
 import threading
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+import tomllib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import attrs
 import structlog
 
+from skyward.bootstrap.wheelmaker import normalize, wheel_bytes, wheel_filename
+from skyward.errors import ConfigurationError
+
 __all__ = [
+    "Shipment",
     "installed_skyward",
     "is_release",
     "local_wheels",
+    "prepare_wheels",
     "resolve_source",
+    "shipments",
     "source_dir",
     "wheel_cache_dir",
 ]
 
-#: Folders that never go into a wheel and must not change its digest.
+#: Folders of a source tree that never go into a wheel.
 _SKIP_DIRS = {
     ".git", "__pycache__", "build", "dist", ".venv", "venv", "node_modules", ".pytest_cache",
     ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".hypothesis",
 }
+_SKIP_SUFFIXES = (".pyc", ".pyo")
 _RELEASE = re.compile(r"^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?$")
 _lock = threading.Lock()
 
+#: How a distribution reaches the nodes (`Shipment.how`).
+WHEEL_FILE, SOURCE, INSTALLED, PYPI, NONE = "wheel file", "source tree", "installed files", "pypi", "none"
 
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+
+@attrs.frozen
+class Shipment:
+    """How one installed `skyward-*` distribution reaches the nodes, decided without building anything.
+
+    `how` is `WHEEL_FILE` (`path` is the wheel), `SOURCE` (`path` is the source tree), `INSTALLED`
+    (its RECORD's files), `PYPI` (`name==version` from the index) or `NONE` (`reason` says why).
+    """
+
+    name: str
+    version: str
+    how: str
+    path: Path | None = None
+    reason: str = ""
+
+    @property
+    def local(self) -> bool:
+        """Whether a wheel of it is uploaded (rather than installed from PyPI, or not at all)."""
+        return self.how in (WHEEL_FILE, SOURCE, INSTALLED)
+
+    @property
+    def wheel_name(self) -> str:
+        """The file name its wheel has on the node."""
+        if self.how == WHEEL_FILE and self.path is not None:
+            return self.path.name
+        return wheel_filename(self.name, self.version)
 
 
 def _skyward_dists() -> dict[str, importlib.metadata.Distribution]:
@@ -60,13 +100,12 @@ def _skyward_dists() -> dict[str, importlib.metadata.Distribution]:
     found: dict[str, importlib.metadata.Distribution] = {}
     for dist in importlib.metadata.distributions():
         try:
-            name = _normalize(dist.metadata["Name"] or "")
+            name = normalize(dist.metadata["Name"] or "")
         except KeyError:  # a broken installation without a name
             continue
         if name.startswith("skyward-") and name not in found:
             found[name] = dist
-    ordered = dict(sorted(found.items(), key=lambda item: (item[0] != "skyward-core", item[0])))
-    return ordered
+    return dict(sorted(found.items(), key=lambda item: (item[0] != "skyward-core", item[0])))
 
 
 def installed_skyward() -> dict[str, str]:
@@ -80,6 +119,7 @@ def is_release(version: str) -> bool:
 
 
 def _direct_url(dist: importlib.metadata.Distribution) -> dict[str, Any] | None:
+    """PEP 610's record of a direct install (a folder, a wheel file, a URL); None for an index install."""
     text = dist.read_text("direct_url.json")
     if not text:
         return None
@@ -93,6 +133,12 @@ def _direct_url(dist: importlib.metadata.Distribution) -> dict[str, Any] | None:
 def _file_path(url: str) -> Path | None:
     parsed = urlparse(url)
     return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+
+
+def _editable(dist: importlib.metadata.Distribution) -> bool:
+    data = _direct_url(dist) or {}
+    info = data.get("dir_info")
+    return isinstance(info, dict) and bool(info.get("editable"))
 
 
 def source_dir(dist: importlib.metadata.Distribution) -> Path | None:
@@ -120,106 +166,212 @@ def resolve_source(image: Any) -> str:
     try:
         core = importlib.metadata.distribution("skyward-core")
     except importlib.metadata.PackageNotFoundError:
-        return "local"  # running from a bare checkout on sys.path: there is nothing to pin
-    if source_dir(core) is not None or _archive(core) is not None or not is_release(core.version):
-        return "local"
-    return "pypi"
+        return "local"  # running from a bare checkout on sys.path: `local_wheels` says what to do
+    if _direct_url(core) is None and is_release(core.version):
+        return "pypi"  # installed from an index: the node installs the same release there
+    return "local"
 
 
 def wheel_cache_dir() -> Path:
-    """Where built wheels are kept between pools: `~/.skyward/wheels` (under `$SKYWARD_HOME` when set)."""
+    """Where assembled wheels are kept between pools: `~/.skyward/wheels` (under `$SKYWARD_HOME` when set)."""
     from skyward.logging import skyward_home
 
     return skyward_home() / "wheels"
+
+
+# -- deciding how each distribution ships ----------------------------------------------------------------
+
+
+def _packages(source: Path) -> list[Path]:
+    """The package folders a wheel of `source` holds: hatch's `[tool.hatch.build.targets.wheel]
+    packages` (every distribution here lists `src/<pkg>`), else each `src/<pkg>/` with an `__init__.py`."""
+    try:
+        config = tomllib.loads((source / "pyproject.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        config = {}
+    wheel = config.get("tool", {}).get("hatch", {}).get("build", {}).get("targets", {}).get("wheel", {})
+    listed = wheel.get("packages") if isinstance(wheel, dict) else None
+    if isinstance(listed, list) and listed:
+        return [source / str(package) for package in listed]
+    return sorted(init.parent for init in (source / "src").glob("*/__init__.py"))
+
+
+def _installed_files(dist: importlib.metadata.Distribution) -> tuple[list[Any], list[Any]]:
+    """(package files, dist-info files) of `dist`'s RECORD, without bytecode or files outside site-packages
+    (console scripts: the installer on the node writes them again from entry_points.txt)."""
+    package: list[Any] = []
+    info: list[Any] = []
+    for file in dist.files or ():
+        parts = file.parts
+        if not parts or ".." in parts or file.is_absolute() or "__pycache__" in parts:
+            continue
+        if str(file).endswith(_SKIP_SUFFIXES):
+            continue
+        (info if parts[0].endswith(".dist-info") else package).append(file)
+    return package, info
+
+
+def _ship(name: str, dist: importlib.metadata.Distribution) -> Shipment:
+    version = dist.version
+    archive = _archive(dist)
+    if archive is not None:
+        return Shipment(name, version, WHEEL_FILE, archive)
+    reason = ""
+    if _editable(dist):
+        source = source_dir(dist)
+        if source is not None:
+            missing = [p for p in _packages(source) if not p.exists()]
+            if not missing:
+                return Shipment(name, version, SOURCE, source)
+            reason = f"its source tree {source} has no {', '.join(str(p) for p in missing)}"
+        else:
+            url = (_direct_url(dist) or {}).get("url", "?")
+            reason = f"it is an editable install of {url}, which no longer holds a pyproject.toml"
+    else:
+        package, _ = _installed_files(dist)
+        absent = [f for f in package if not Path(dist.locate_file(f)).is_file()]
+        if dist.files is None:
+            reason = "its installation lists no files (no RECORD)"
+        elif not any(str(f).endswith(".py") for f in package):
+            reason = "its RECORD lists no Python module"
+        elif absent:
+            reason = f"{len(absent)} of its installed files are missing, e.g. {dist.locate_file(absent[0])}"
+        else:
+            return Shipment(name, version, INSTALLED)
+    if _direct_url(dist) is None and is_release(version):
+        return Shipment(name, version, PYPI, reason=f"{reason}; it came from a package index")
+    return Shipment(name, version, NONE, reason=reason)
+
+
+def shipments() -> tuple[Shipment, ...]:
+    """How each installed `skyward-*` distribution reaches the nodes (source "local"), skyward-core first.
+
+    Without a skyward-core distribution (skyward imported from a bare checkout on sys.path),
+    skyward-core is a `NONE` shipment: nothing says its version or dependencies.
+    """
+    dists = _skyward_dists()
+    found = [_ship(name, dist) for name, dist in dists.items()]
+    if "skyward-core" not in dists:
+        import skyward
+
+        where = os.path.dirname(os.path.dirname(skyward.__file__ or "skyward"))
+        reason = f"it is not installed (skyward is imported from {where} on sys.path)"
+        version = str(getattr(skyward, "__version__", "0"))
+        found.insert(0, Shipment("skyward-core", version, NONE, reason=reason))
+    return tuple(found)
+
+
+def _cannot_ship(problems: Iterable[Shipment]) -> ConfigurationError:
+    lines = [f"- {s.name} {s.version}: {s.reason}" for s in problems]
+    return ConfigurationError(
+        "Skyward cannot ship itself to the nodes; the bootstrap installs this client's skyward "
+        "distributions there, and these cannot be packed into a wheel here:\n" + "\n".join(lines) + "\n"
+        "Install them so their files are on this machine: `pip install -e ./skyward-core` or "
+        "`pip install ./skyward-core` from a checkout, or `pip install` a skyward-core wheel file "
+        "(the same for each distribution named); or use a released version from the package index "
+        'with Image(skyward_source="pypi").'
+    )
+
+
+# -- assembling the wheels -------------------------------------------------------------------------------
 
 
 def _walk(root: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
         for name in sorted(filenames):
-            if not name.endswith((".pyc", ".pyo")):
+            if not name.endswith(_SKIP_SUFFIXES):
                 yield Path(dirpath) / name
 
 
-def source_digest(root: Path) -> str:
-    """A digest of every file under `root` that can end up in its wheel (paths and contents)."""
-    digest = hashlib.blake2b(digest_size=10)
-    for path in _walk(root):
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        try:
-            digest.update(path.read_bytes())
-        except OSError:
-            continue
-        digest.update(b"\0")
-    return digest.hexdigest()
+def _metadata(dist: importlib.metadata.Distribution, info_files: list[Any]) -> dict[str, bytes]:
+    """The installed dist-info's files (METADATA, entry_points.txt, licenses/...) by name inside it."""
+    found = {"/".join(f.parts[1:]): Path(dist.locate_file(f)).read_bytes() for f in info_files}
+    if "METADATA" not in found:  # a RECORD that does not list it: read it as importlib.metadata does
+        found["METADATA"] = (dist.read_text("METADATA") or "").encode()
+        entry_points = dist.read_text("entry_points.txt")
+        if entry_points:
+            found["entry_points.txt"] = entry_points.encode()
+    return found
 
 
-def _build(name: str, source: Path, target: Path) -> Path | None:
-    """Build `source` into a wheel under `target` (atomically); None, logged, when the build fails."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=target.parent) as tmp:
-        command = [
-            sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-            "--disable-pip-version-check", "--quiet", "--wheel-dir", tmp, str(source),
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-        built = sorted(Path(tmp).glob("*.whl"))
-        if result.returncode != 0 or not built:
-            structlog.get_logger().warning(
-                "skyward.wheel_build_failed", distribution=name, source=str(source),
-                output=(result.stdout + result.stderr)[-2000:],
-            )
-            return None
-        staged = Path(tmp) / "done"
-        staged.mkdir()
-        shutil.move(str(built[0]), staged / built[0].name)
-        try:
-            os.rename(staged, target)
-        except OSError:  # another process finished first: its wheel is as good as ours
-            if not target.exists():
-                raise
-    return _only_wheel(target)
+def _wheel_files(shipment: Shipment, dist: importlib.metadata.Distribution) -> dict[str, bytes]:
+    if shipment.how == SOURCE:
+        assert shipment.path is not None
+        files: dict[str, bytes] = {}
+        for package in _packages(shipment.path):
+            if package.is_file():
+                files[package.name] = package.read_bytes()
+                continue
+            for path in _walk(package):
+                files[f"{package.name}/{path.relative_to(package).as_posix()}"] = path.read_bytes()
+        return files
+    package_files, _ = _installed_files(dist)
+    return {"/".join(f.parts): Path(dist.locate_file(f)).read_bytes() for f in package_files}
 
 
-def _only_wheel(folder: Path) -> Path | None:
-    wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
-    return wheels[0] if wheels else None
+def _assemble(shipment: Shipment, dist: importlib.metadata.Distribution, dest: Path) -> Path:
+    """The wheel of `shipment`, from `dest/<name>/<digest>/` when these bytes were assembled before."""
+    _, info_files = _installed_files(dist)
+    files, metadata = _wheel_files(shipment, dist), _metadata(dist, info_files)
+    data = wheel_bytes(shipment.name, shipment.version, files, metadata)
+    folder = dest / shipment.name / hashlib.blake2b(data, digest_size=10).hexdigest()
+    target = folder / shipment.wheel_name
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(prefix=".wheel-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(staged, target)  # atomic: another process writing the same bytes is harmless
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
+    return target
 
 
 def local_wheels(dest: Path) -> tuple[Path, ...]:
-    """Wheels of the installed `skyward-*` distributions that have a local source, built or cached in `dest`.
+    """Wheels of the installed `skyward-*` distributions, skyward-core first, assembled or cached in `dest`.
 
-    A distribution without one (installed from an index) is left out and reported; the bootstrap
-    installs it from PyPI at the same version.
+    A distribution that only PyPI can give is left out and logged: the bootstrap installs it from
+    there at the same version. Raises `ConfigurationError` when one can be given by neither.
     """
     dest = Path(dest)
     log = structlog.get_logger()
     with _lock:
-        wheels: dict[str, Path] = {}
-        to_build: list[tuple[str, Path, Path]] = []
-        for name, dist in _skyward_dists().items():
-            source = source_dir(dist)
-            if source is not None:
-                target = dest / name / source_digest(source)
-                cached = _only_wheel(target)
-                if cached is not None:
-                    wheels[name] = cached
-                else:
-                    to_build.append((name, source, target))
-                continue
-            archive = _archive(dist)
-            if archive is not None:
-                wheels[name] = archive
-                continue
-            log.info(
-                "skyward.wheel_from_pypi", distribution=name, version=dist.version,
-                reason="installed from an index: no local source to build; the node installs it from PyPI",
-            )
-        if to_build:
-            with ThreadPoolExecutor(max_workers=min(4, len(to_build))) as pool:
-                results = list(pool.map(lambda job: _build(*job), to_build))
-            for (name, _, _), wheel in zip(to_build, results, strict=True):
-                if wheel is not None:
-                    wheels[name] = wheel
-        order = list(_skyward_dists())
-        return tuple(wheels[name] for name in order if name in wheels)
+        plan = shipments()
+        problems = [s for s in plan if s.how == NONE]
+        if problems:
+            raise _cannot_ship(problems)
+        dists = _skyward_dists()
+        wheels: list[Path] = []
+        for shipment in plan:
+            if shipment.how == WHEEL_FILE:
+                assert shipment.path is not None
+                wheels.append(shipment.path)
+            elif shipment.local:
+                wheels.append(_assemble(shipment, dists[shipment.name], dest))
+            else:
+                log.info(
+                    "skyward.wheel_from_pypi", distribution=shipment.name, version=shipment.version,
+                    reason=f"{shipment.reason}: the node installs it from PyPI",
+                )
+        return tuple(wheels)
+
+
+def prepare_wheels(specs: Iterable[Any]) -> tuple[Path, ...]:
+    """Skyward's wheels for the nodes of `specs`, assembled before a pool asks for any machine.
+
+    Only specs whose nodes run the bootstrap with source "local" need them (a plain `sky.Local()`
+    runs none). A client whose skyward cannot reach a node fails here, with `ConfigurationError`,
+    before anything is provisioned and paid for; the nodes then reuse the cached wheels.
+    """
+    needed = False
+    for spec in specs:
+        config = spec.provider_config()
+        if getattr(config, "isolated", None) is False:
+            continue
+        if resolve_source(spec.image) == "local":
+            needed = True
+    return local_wheels(wheel_cache_dir()) if needed else ()

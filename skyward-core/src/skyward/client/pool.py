@@ -710,6 +710,11 @@ class Pool:
     async def _start(self) -> None:
         self.bus.emit(ClusterRequested(spec_summary=_describe(self.specs), nodes=self.specs[0].nodes.desired, pool=self.name))
         started = self._requested_at = time.monotonic()
+        from skyward.bootstrap.wheels import prepare_wheels
+
+        # Skyward's own wheels for the nodes: a client that cannot ship itself fails before any
+        # machine is asked for, and the nodes then upload the cached wheels.
+        await asyncio.to_thread(prepare_wheels, self.specs)
         errors: list[str] = []
         for spec in await self._specs_in_selection_order():
             try:
