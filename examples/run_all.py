@@ -10,7 +10,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-EXAMPLES = ["hello.py", "parallel.py", "broadcast.py", "sharding.py", "streaming.py"]
+EXAMPLES = ["hello.py", "parallel.py", "broadcast.py", "sharding.py", "streaming.py", "joblib_parallel.py"]
 
 
 def main() -> int:

@@ -89,13 +89,24 @@ def test_streaming() -> None:
     assert "stopped an endless-ish stream early at 997" in lines(out)
 
 
+def test_joblib_parallel() -> None:
+    out = run_example("joblib_parallel.py").stdout
+    assert "squares: [0, 1, 4, 9, 16, 25, 36, 49, 64, 81]" in lines(out)  # the README's snippet
+    assert "results in order: True" in lines(out)
+    assert "ran in this process: False" in lines(out)  # the pool's workers ran the calls
+    assert "ValueError from a task: no good: 3" in lines(out)
+    assert "after the pool: [0, 1, 8, 27]" in lines(out)
+
+
 @pytest.mark.slow
 def test_run_all_runs_every_example() -> None:
     out = run_example("run_all.py").stdout
-    for name in ("hello.py", "parallel.py", "broadcast.py", "sharding.py", "streaming.py"):
+    every_example = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name != "run_all.py")
+    assert len(every_example) == 6  # a new example file is run by the demo too, not left out
+    for name in every_example:
         assert f"=== {name} " in out
         assert f"--- {name} ok" in out
-    assert "all 5 examples passed" in lines(out)
+    assert "all 6 examples passed" in lines(out)
 
 
 def test_run_all_stops_loudly_at_the_first_failure(tmp_path: Path) -> None:
