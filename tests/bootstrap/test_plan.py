@@ -52,7 +52,7 @@ def test_plan_takes_what_compute_takes() -> None:
     assert _phase_order(result.script)[-1] == "mps"
     assert result.image.env["CUDA_MPS_PIPE_DIRECTORY"]
     with pytest.raises(sky.ConfigurationError):
-        plan(spec, image=sky.Image())  # specs and Spec keywords do not mix, as in Compute
+        plan(spec, image=sky.Image())  # contradicts the spec's own image, refused as in Compute
 
 
 def test_plan_shows_secrets_masked_where_the_pool_writes_them_into_the_node_env_file() -> None:

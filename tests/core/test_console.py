@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import io
 import re
+import threading
+import time
 
 import pytest
 
+import skyward as sky
 from skyward import events as ev
 from skyward.console import Console, format_duration, resolve_mode
 
@@ -124,6 +127,48 @@ def test_preemption_is_a_warning() -> None:
     assert " WARN  node 0: preempted: spot reclaimed" in _run(
         "log", [ev.InstancePreempted(node=0, reason="spot reclaimed")]
     )
+
+
+def test_a_worker_restarted_on_the_same_machine_is_not_called_a_replacement() -> None:
+    out = _run("log", [ev.InstanceReplaced(node=0, old_id="i-0", new_id="i-0")])
+    assert " INFO  node 0: worker restarted on i-0\n" in out
+    assert "replaced" not in out
+
+
+def test_a_machine_replaced_by_another_names_both() -> None:
+    out = _run("log", [ev.InstanceReplaced(node=0, old_id="i-0", new_id="i-1")])
+    assert " WARN  node 0: machine i-0 replaced by i-1\n" in out
+
+
+def test_a_worker_the_pool_restarts_is_reported_with_its_reason_not_as_lost() -> None:
+    out = _run("minimal", [ev.NodeLost(node=0, reason="task f#3 ran past its timeout", restart=True)])
+    assert "node 0: task f#3 ran past its timeout\n" in out
+    assert "lost" not in out
+
+
+@sky.function
+def sleep_in_c(seconds: float) -> None:
+    time.sleep(seconds)  # no cancel reaches a thread blocked in C: only ending its process stops it
+
+
+@pytest.mark.timeout(60)
+def test_a_task_past_its_timeout_that_will_not_stop_is_reported_as_a_worker_restart(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with sky.Compute(provider=sky.Local(), nodes=1, console="log", logging=False) as pool:
+        restarted = threading.Event()
+        pool.on(sky.InstanceReplaced, lambda event: restarted.set())
+        with pytest.raises(TimeoutError):
+            sleep_in_c(60).with_timeout(1) >> pool
+        assert restarted.wait(15)
+    err = capsys.readouterr().err
+    said = (
+        r" WARN  node 0: task sleep_in_c#\d+ ran past its 1s timeout and did not stop when cancelled, "
+        r"so its worker process is restarted\n"
+    )
+    assert re.search(said, err), err
+    assert re.search(r" INFO  node 0: worker restarted on \S+\n", err), err
+    assert "replaced" not in err and "lost" not in err
 
 
 def test_rich_falls_back_to_log_when_stream_is_not_a_tty() -> None:

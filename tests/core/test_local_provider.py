@@ -245,9 +245,9 @@ def test_compute_with_an_unknown_allocation_lists_the_choices() -> None:
         sky.Compute(provider=sky.Local(), allocation="sometimes")
 
 
-def test_compute_mixing_specs_and_keywords_names_the_fix() -> None:
-    with pytest.raises(sky.ConfigurationError, match=r"put those keywords into each sky.Spec"):
-        sky.Compute(sky.Spec(provider=sky.Local()), nodes=2)
+def test_compute_with_a_keyword_that_contradicts_a_spec_names_the_spec_and_the_field() -> None:
+    with pytest.raises(sky.ConfigurationError, match=r"spec 1 of 1 \(provider Local\) sets nodes="):
+        sky.Compute(sky.Spec(provider=sky.Local(), nodes=3), nodes=2)
 
 
 def test_compute_with_a_typo_suggests_the_keyword() -> None:

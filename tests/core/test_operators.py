@@ -7,6 +7,8 @@ import os
 import threading
 import time
 import types
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from core_support import assert_pool_works, local_pool, node_index, pid_alive, worker_pid
@@ -162,6 +164,45 @@ def test_pool_decorator_opens_a_pool_for_the_call() -> None:
 def test_rshift_to_something_that_is_not_a_pool_says_what_is_expected() -> None:
     with pytest.raises(TypeError, match="right-hand side of >>"):
         add(1, 2) >> 42
+
+
+def undecorated(x: int) -> int:
+    """Not marked @sky.function: calling it runs it here and returns its result."""
+    return x * 2
+
+
+@pytest.mark.parametrize(
+    ("op", "dispatch"),
+    [
+        (">>", lambda pool: undecorated(1) >> pool),
+        ("@", lambda pool: undecorated(1) @ pool),
+        (">", lambda pool: undecorated(1) > pool),
+    ],
+)
+def test_dispatching_the_result_of_an_undecorated_function_says_to_mark_it(
+    pool: sky.Pool, op: str, dispatch: Callable[[sky.Pool], Any]
+) -> None:
+    with pytest.raises(TypeError) as caught:
+        dispatch(pool)
+    message = str(caught.value)
+    assert "unsupported operand" not in message
+    assert "its left side is 2 (int), not such a call" in message
+    assert f"decorate it with @sky.function, and f(...) {op} pool then dispatches the call" in message
+
+
+def test_dispatching_none_says_to_mark_the_function(pool: sky.Pool) -> None:
+    with pytest.raises(TypeError, match=r"left side is None \(NoneType\).*@sky\.function"):
+        print("ran here") >> pool  # type: ignore[operator]
+
+
+def test_dispatching_a_list_of_calls_says_to_gather_them(pool: sky.Pool) -> None:
+    with pytest.raises(TypeError, match=r"not a list of calls: .*sky\.gather\(\*calls\) >> pool"):
+        [add(1, 2), add(3, 4)] >> pool  # type: ignore[operator]
+
+
+def test_pools_still_compare_by_identity(pool: sky.Pool) -> None:
+    other = local_pool(1)
+    assert pool == pool and pool != other and len({pool, other}) == 2
 
 
 # --- pool methods

@@ -127,7 +127,7 @@ def _run_in_slot(slots: ProcessSlots, task_id: int, fn: Callable[[], None]) -> F
 
 @pytest.fixture
 def slots() -> Iterator[ProcessSlots]:
-    created = ProcessSlots(1, True, cloudpickle.dumps(({}, None, (), list(sys.path))))
+    created = ProcessSlots(1, True, cloudpickle.dumps(({}, None, (), list(sys.path), ())))
     try:
         yield created
     finally:

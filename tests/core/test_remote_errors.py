@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import linecache
+import subprocess
+import sys
+import textwrap
 import threading
+import traceback
 from pathlib import Path
 
 import pytest
@@ -85,6 +90,142 @@ def test_remote_traceback_is_attached_as_a_note(pool: sky.Pool) -> None:
     assert note.startswith("Remote traceback (from node 1):")
     assert "in boom" in note
     assert 'raise ValueError("bad value")' in note
+
+
+def test_remote_traceback_names_the_file_and_line_of_a_function_shipped_by_value(pool: sky.Pool) -> None:
+    """This module is shipped by value, as a script is; cloudpickle 3.1 alone would say "<dynamic-code>"."""
+    line = boom.fn.__code__.co_firstlineno + 2
+    with pytest.raises(ValueError) as caught:
+        boom() >> pool
+    (note,) = caught.value.__notes__
+    assert f'File "{__file__}", line {line}, in boom\n    raise ValueError("bad value")\n' in note
+    assert "<dynamic-code>" not in note
+
+
+def test_remote_traceback_of_a_script_names_the_script_and_its_line(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import skyward as sky
+
+
+            @sky.function
+            def train(lr):
+                loss = 1 / lr
+                raise ArithmeticError(f"diverged at loss {loss}")
+
+
+            if __name__ == "__main__":
+                with sky.Compute(provider=sky.Local(), nodes=1, console=False, logging=False) as pool:
+                    try:
+                        train(0.5) >> pool
+                    except ArithmeticError as error:
+                        print(error.__notes__[0])
+            """
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True
+    )
+    expected = f'File "{script}", line 7, in train\n    raise ArithmeticError(f"diverged at loss {{loss}}")\n'
+    assert expected in result.stdout
+    assert result.stdout.rstrip().endswith("ArithmeticError: diverged at loss 2.0")
+
+
+def cache_cell(source: str, filename: str) -> None:
+    """IPython's `CachingCompiler.cache`: a cell's lines in `linecache`, never expired (mtime None)."""
+    linecache.cache[filename] = (len(source), None, [line + "\n" for line in source.splitlines()], filename)
+
+
+def run_notebook_cell(source: str, filename: str) -> dict[str, object]:
+    """What IPython does with a cell: its lines go into `linecache` under the cell's file name (which
+    no file on disk has), and it runs, compiled under that name, in a namespace named `__main__`."""
+    cache_cell(source, filename)
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize(
+    "cell_file",
+    ["<ipython-input-3-9f86d081884c>", "/tmp/ipykernel_4242/2950834619.py"],
+    ids=["ipython", "ipykernel"],
+)
+def test_remote_traceback_of_a_notebook_cell_shows_the_cell_and_its_line(
+    pool: sky.Pool, cell_file: str
+) -> None:
+    """The worker cannot read a cell, so the client fills the line in from its own linecache."""
+    cell = textwrap.dedent(
+        """\
+        import skyward as sky
+
+        @sky.function
+        def evaluate(scores):
+            best = max(scores)
+            raise LookupError(f"no model scored {best}")
+        """
+    )
+    try:
+        evaluate = run_notebook_cell(cell, cell_file)["evaluate"]
+        with pytest.raises(LookupError) as caught:
+            evaluate([1, 2]) >> pool
+    finally:
+        linecache.cache.pop(cell_file, None)
+    (note,) = caught.value.__notes__
+    expected = (
+        f'File "{cell_file}", line 6, in evaluate\n    raise LookupError(f"no model scored {{best}}")\n'
+    )
+    assert expected in note
+
+
+def test_source_lines_are_filled_in_inside_an_exception_group() -> None:
+    """What the worker formatted without the cell's lines gets them from the client's linecache."""
+    from skyward.tracebacks import with_source_lines
+
+    cell_file = "<ipython-input-7-0123456789ab>"
+    cell = "def fail():\n    raise ExceptionGroup('two', [KeyError(1), KeyError(2)])\n"
+    namespace: dict[str, object] = {}
+    exec(compile(cell, cell_file, "exec"), namespace)  # as on the worker: no lines for this name
+    try:
+        namespace["fail"]()  # type: ignore[operator]
+    except ExceptionGroup as group:
+        worker_text = "".join(traceback.format_exception(group))
+    assert "raise ExceptionGroup" not in worker_text
+    cache_cell(cell, cell_file)
+    try:
+        shown = with_source_lines(worker_text)
+    finally:
+        linecache.cache.pop(cell_file, None)
+    assert f'  |   File "{cell_file}", line 2, in fail\n  |     raise ExceptionGroup(' in shown
+    assert shown.count("raise ExceptionGroup") == 1
+
+
+@pytest.mark.timeout(300)
+def test_remote_traceback_of_an_includes_package_names_the_users_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An isolated node, like a remote one, runs the package from its own copy of the includes."""
+    package = tmp_path / "src" / "includes_traceback_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "steps.py").write_text(
+        "def step(batch):\n    size = len(batch)\n    raise IndexError(f'batch of {size} is empty')\n"
+    )
+    monkeypatch.syspath_prepend(str(package.parent))
+    monkeypatch.delitem(sys.modules, "includes_traceback_pkg", raising=False)
+    monkeypatch.delitem(sys.modules, "includes_traceback_pkg.steps", raising=False)
+    from includes_traceback_pkg.steps import step
+
+    image = sky.Image(includes=[str(package)])
+    with sky.Compute(provider=sky.Local(isolated=True), image=image, console=False, logging=False) as compute:
+        node_dir = Path(compute.cluster.state["local_dir"]) / "node-0"
+        with pytest.raises(IndexError) as caught:
+            sky.function(step)([]) >> compute
+    (note,) = caught.value.__notes__
+    expected = f'File "{package / "steps.py"}", line 3, in step\n    raise IndexError('
+    assert expected in note
+    assert str(node_dir / "includes") not in note
 
 
 def test_builtin_exception_arrives_as_itself(pool: sky.Pool) -> None:

@@ -51,11 +51,9 @@ def test_positional_specs_take_the_given_options() -> None:
     assert resolve_compute_args(Spec(), options=options)[1] is options
 
 
-def test_specs_with_spec_keywords_name_the_fix() -> None:
-    with pytest.raises(
-        ConfigurationError, match=r"Spec keywords \(nodes=\) together; put those keywords into"
-    ):
-        resolve_compute_args(Spec(), nodes=2)
+def test_spec_keywords_beside_specs_fill_in_what_the_specs_leave_unset() -> None:
+    (spec,), _ = resolve_compute_args(Spec(), nodes=2)
+    assert spec.nodes.desired == 2
 
 
 def test_a_provider_passed_positionally_suggests_the_keyword() -> None:
@@ -176,9 +174,8 @@ def test_an_old_and_new_name_together_keep_only_the_new_one() -> None:
         resolve_compute_args(timeout=60, ttl=60)
 
 
-def test_older_names_are_spec_keywords_for_the_mixing_rule() -> None:
-    with pytest.raises(ConfigurationError, match="Spec keywords"):
-        resolve_compute_args(Spec(), timeout=60)
+def test_older_names_are_spec_keywords_beside_specs_too() -> None:
+    assert resolve_compute_args(Spec(), timeout=60)[0][0].ttl == 60
 
 
 def test_the_older_always_spot_allocation_still_works() -> None:

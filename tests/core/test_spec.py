@@ -7,9 +7,11 @@ import pickle
 import cloudpickle
 import pytest
 
+import skyward as sky
 from skyward import time
 from skyward.errors import ConfigurationError
 from skyward.image import Image
+from skyward.resolve import resolve_compute_args
 from skyward.spec import Nodes, S3Volume, Spec, Volume, normalize_nodes
 
 # --- Nodes
@@ -288,3 +290,63 @@ def test_provider_class_that_needs_settings_names_the_fix() -> None:
 def test_value_that_is_not_a_provider_is_refused_at_construction(value: object) -> None:
     with pytest.raises(ConfigurationError, match=r"expected a provider such as sky.Local\(\)"):
         Spec(provider=value)
+
+
+# --- keywords beside specs: Compute(Spec(...), Spec(...), image=...)
+
+
+def test_keywords_beside_specs_apply_to_every_spec_that_does_not_set_them() -> None:
+    image = Image(pip=["numpy"])
+    local, ssh = Spec(provider=sky.Local()), Spec(provider=sky.SSH(hosts=["me@a", "me@b"]), ttl=60)
+    specs, _ = resolve_compute_args(local, ssh, image=image, ttl=60)
+    assert [spec.image for spec in specs] == [image, image]
+    assert [spec.ttl for spec in specs] == [60, 60]
+    assert [type(spec.provider) for spec in specs] == [sky.Local, sky.SSH]
+    assert [spec.nodes.desired for spec in specs] == [1, 2]
+
+
+def test_a_spec_that_sets_the_same_value_as_a_keyword_agrees_with_it() -> None:
+    spec = Spec(accelerator="A100", image=Image(pip=["numpy"]))
+    (shared,), _ = resolve_compute_args(spec, accelerator="A100", image=Image(pip=["numpy"]))
+    assert shared == spec
+
+
+def test_a_spec_that_sets_another_value_than_a_keyword_names_the_spec_and_the_field() -> None:
+    first, second = Spec(provider=sky.Local()), Spec(provider=sky.Local(), image=Image(pip=["torch"]))
+    expected = (
+        r"Compute\(\) got image=.*numpy.* for every spec, but spec 2 of 2 \(provider Local\) sets "
+        r"image=.*torch.*; keep one: drop image= from that sky.Spec\(...\) to share it"
+    )
+    with pytest.raises(ConfigurationError, match=expected):
+        resolve_compute_args(first, second, image=Image(pip=["numpy"]))
+
+
+def test_a_field_set_to_its_default_value_counts_as_not_set() -> None:
+    """A Spec is a value: Spec(ttl=600) is Spec(), so a shared ttl= fills it in."""
+    assert Spec(ttl=600) == Spec() and Spec(ttl=600).is_default("ttl")
+    (spec,), _ = resolve_compute_args(Spec(ttl=600), ttl=30)
+    assert spec.ttl == 30
+
+
+def test_a_shared_provider_gives_each_spec_the_nodes_its_hosts_imply() -> None:
+    (spec,), _ = resolve_compute_args(Spec(region="eu"), provider=sky.SSH(hosts=["me@a", "me@b"]))
+    assert spec.nodes == Nodes(2) and spec.region == "eu"
+
+
+@sky.function
+def shared_env() -> str:
+    import os
+
+    return os.environ["SHARED_BY_EVERY_SPEC"]
+
+
+def test_a_pool_of_several_specs_runs_with_the_image_given_beside_them() -> None:
+    with sky.Compute(
+        sky.Spec(provider=sky.Local(), nodes=1),
+        sky.Spec(provider=sky.Local(), nodes=2),
+        image=sky.Image(env={"SHARED_BY_EVERY_SPEC": "yes"}),
+        options=sky.Options(selection="first"),
+        console=False,
+        logging=False,
+    ) as pool:
+        assert shared_env() >> pool == "yes"

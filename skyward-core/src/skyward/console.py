@@ -168,14 +168,19 @@ class Console:
                 return _Line("INFO", text, milestone=True)
             case ev.InstancePreempted(node=node, reason=reason):
                 return _Line("WARN", f"node {node}: preempted{_suffix(reason)}", milestone=True)
+            case ev.InstanceReplaced(node=node, old_id=old, new_id=new) if old == new:
+                return _Line("INFO", f"node {node}: worker restarted on {new}", milestone=True)
             case ev.InstanceReplaced(node=node, old_id=old, new_id=new):
-                return _Line("WARN", f"node {node}: replaced {old} with {new}", milestone=True)
+                return _Line("WARN", f"node {node}: machine {old} replaced by {new}", milestone=True)
             case ev.PoolResized(nodes=nodes, previous=previous, reason=reason):
                 self._total = nodes
                 for seen in (self._provisioned, self._bootstrapped, self._ready):
                     seen.difference_update([n for n in seen if n >= nodes])  # the highest indices went
                 text = f"pool resized: {previous} -> {nodes} node(s){_suffix(reason)}"
                 return _Line("INFO", text, milestone=True)
+            case ev.NodeLost(node=node, reason=reason, restart=True):
+                self._ready.discard(node)
+                return _Line("WARN", f"node {node}: {reason}", milestone=True)
             case ev.NodeLost(node=node, reason=reason):
                 self._ready.discard(node)
                 return _Line("WARN", f"node {node}: lost{_suffix(reason)}", milestone=True)

@@ -219,10 +219,13 @@ class PoolResized(Event):
 
 @attrs.frozen(kw_only=True)
 class NodeLost(Event):
-    """The connection to `node` is gone and could not be restored."""
+    """The connection to `node` is gone and could not be restored, or the pool stopped the node's
+    worker to start it again (`restart`: a timed-out task that did not stop when cancelled, which
+    only ending its process can stop). `reason` says which, in words for the user."""
 
     node: int
     reason: str = ""
+    restart: bool = False
 
 
 # --- execution ----------------------------------------------------------------------------------

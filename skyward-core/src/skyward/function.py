@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import reprlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar, overload
@@ -172,6 +173,26 @@ class RemoteFunction(Generic[R]):
 
     def __repr__(self) -> str:
         return f"<sky.function {getattr(self.fn, '__qualname__', self.fn)}>"
+
+
+def not_a_call(op: str, value: Any) -> TypeError:
+    """The error for `value >> pool` (`@`, `>`) where `value` is not a pending call.
+
+    Most often `value` is what `f(...)` returned because `f` was never marked `@sky.function`: the
+    call already ran here and only its result reached the operator, where Python would say just
+    "unsupported operand type(s)". The pool's reflected operators raise this instead.
+    """
+    if isinstance(value, list | tuple) and any(isinstance(v, PendingFunction) for v in value):
+        return TypeError(
+            f"{op} dispatches one call of a @sky.function, not a {type(value).__name__} of calls: run them "
+            "in parallel with sky.gather(*calls) >> pool (or (f(1) & f(2)) >> pool)."
+        )
+    return TypeError(
+        f"{op} dispatches a call of a @sky.function, and its left side is {reprlib.repr(value)} "
+        f"({type(value).__name__}), not such a call. If that is what f(...) returned, f is not marked "
+        f"@sky.function and already ran here: decorate it with @sky.function, and f(...) {op} pool "
+        "then dispatches the call instead."
+    )
 
 
 @overload

@@ -5,12 +5,12 @@ Kept apart from `wire` (which knows bytes, not meanings) so both sides import on
 
 from __future__ import annotations
 
-import traceback as tb
 from typing import Any
 
 import attrs
 import cloudpickle
 
+from skyward import tracebacks
 from skyward.errors import RemoteError, SerializationError
 
 
@@ -80,6 +80,9 @@ class Hello:
     ttl: float = 0
     #: Run by the worker as it stops for silence (clouds: "sudo shutdown -h now"); None for none.
     shutdown_command: str | None = None
+    #: Where the image's includes came from on the client (`tracebacks.include_sources`): a remote
+    #: traceback names the user's files, not the node's copies.
+    include_sources: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen
@@ -93,7 +96,7 @@ class RemoteFailure:
 
     @classmethod
     def capture(cls, exc: BaseException) -> RemoteFailure:
-        text = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))
+        text = tracebacks.format_exception(exc)
         try:
             exc_bytes = cloudpickle.dumps(exc)
         except Exception:  # noqa: BLE001 - an unpicklable exception still travels as text
@@ -101,8 +104,14 @@ class RemoteFailure:
         return cls(f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc), text, exc_bytes)
 
     def rebuild(self, node: int | None = None) -> BaseException:
-        """The exception to raise on the client: its own type when it unpickles, else RemoteError."""
+        """The exception to raise on the client: its own type when it unpickles, else RemoteError.
+
+        Its note is the remote traceback with the source lines the worker could not read (a
+        script's or a notebook cell's code shipped by value) filled in from this process's
+        `linecache` (see `skyward.tracebacks`).
+        """
         where = f"node {node}" if node is not None else "the worker"
+        text = tracebacks.with_source_lines(self.traceback)
         exc: BaseException | None = None
         if self.exc_bytes is not None:
             try:
@@ -110,9 +119,9 @@ class RemoteFailure:
             except Exception:  # noqa: BLE001 - e.g. the class only exists on the worker
                 exc = None
         if not isinstance(exc, BaseException):
-            exc = RemoteError(self.type_name, self.message, self.traceback)
+            exc = RemoteError(self.type_name, self.message, text)
         exc.__traceback__ = None
-        exc.add_note(f"Remote traceback (from {where}):\n{self.traceback.rstrip()}")
+        exc.add_note(f"Remote traceback (from {where}):\n{text.rstrip()}")
         return exc
 
 
@@ -124,8 +133,12 @@ def function_key(fn_bytes: bytes) -> bytes:
 
 
 def pickle_function(fn: Any, name: str) -> bytes:
+    """`fn` for the wire, through `skyward.pickling` (which keeps the file names of code shipped by
+    value, so a remote traceback names the user's file)."""
+    from skyward import pickling
+
     try:
-        return cloudpickle.dumps(fn, protocol=5)
+        return pickling.dumps(fn)
     except Exception as exc:  # noqa: BLE001
         raise SerializationError(
             f"The function {name}() cannot be pickled: {exc}. A task's closure and the globals it "

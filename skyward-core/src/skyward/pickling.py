@@ -10,16 +10,26 @@ Anything else (a GPU tensor, a view into part of a storage, a subclass such as `
 non-leaf tensor, sparse or quantized layouts, dtypes numpy cannot view) takes torch's own path.
 Two tensors over the same whole storage (`a` and `a.view(...)`) still share memory on arrival.
 torch is never imported here: a tensor can only exist if its sender already imported it.
+
+A code object (the body of a function shipped by value: one defined in `__main__`, a notebook cell,
+a closure) keeps its file name. cloudpickle 3.1 writes every code object with the file name
+`"<dynamic-code>"` (3.0 kept the real one), so a remote traceback would say
+`File "<dynamic-code>", line 6` where the user wrote `train.py`; `rebuild_code` puts the name back.
 """
 
 from __future__ import annotations
 
 import io
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
 import cloudpickle
+
+# cloudpickle's reducer for code objects (the table its Pickler dispatches on): its arguments
+# follow each Python version's CodeType constructor, which this module then need not know.
+_cloudpickle_code_reduce = cloudpickle.Pickler.dispatch_table[types.CodeType]
 
 #: Tensors smaller than this take torch's own path: their bytes would travel in band anyway.
 TENSOR_MIN_BYTES = 64 * 1024
@@ -31,6 +41,8 @@ class Pickler(cloudpickle.Pickler):
         self._tensor_arrays: dict[tuple[int, str], Any] = {}  # one array per storage and dtype
 
     def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is types.CodeType:
+            return _reduce_code(obj)
         torch = sys.modules.get("torch")
         if torch is not None and type(obj) is torch.Tensor:
             reduced = self._reduce_tensor(torch, obj)
@@ -64,8 +76,20 @@ class Pickler(cloudpickle.Pickler):
         return rebuild_tensor, (array, dtype, tuple(tensor.shape), tensor.requires_grad)
 
 
+def _reduce_code(code: types.CodeType) -> tuple[Any, ...]:
+    """cloudpickle's own reduction of `code`, rebuilt under the file name it was compiled from."""
+    constructor, args = _cloudpickle_code_reduce(code)
+    return rebuild_code, (constructor, args, code.co_filename)
+
+
+def rebuild_code(constructor: Any, args: tuple[Any, ...], filename: str) -> types.CodeType:
+    """The receiving side of `_reduce_code`: the code object, naming the file it came from."""
+    code = constructor(*args)
+    return code if code.co_filename == filename else code.replace(co_filename=filename)
+
+
 def dumps(obj: Any, buffer_callback: Callable[[Any], Any] | None = None) -> bytes:
-    """cloudpickle.dumps with the tensor path, protocol 5."""
+    """cloudpickle.dumps with the tensor path and code file names, protocol 5."""
     with io.BytesIO() as file:
         Pickler(file, buffer_callback=buffer_callback).dump(obj)
         return file.getvalue()

@@ -1,9 +1,11 @@
 """Turn what a user passed to ``sky.Compute(...)`` into ``(specs, options)``.
 
-``Compute`` has three calling conventions, and they do not mix:
+``Compute`` has three calling conventions:
 
 1. flat ``Spec`` keywords: ``Compute(provider=sky.AWS(), nodes=4)`` -> one ``Spec``;
 2. positional specs: ``Compute(Spec(...), Spec(...), options=...)`` -> fallback candidates;
+   ``Spec`` keywords beside them (``image=sky.Image(...)``) apply to each spec that does not set
+   that field itself (see ``_share``);
 3. a named pool: ``Compute(name="train")`` -> ``[pools.train]`` from ``skyward.toml``.
 
 In every convention, ``Options`` fields may also be passed as shortcuts (``console="log"``,
@@ -72,13 +74,7 @@ def resolve_compute_args(
         # code overrides the file, the way command-line flags override a config file
         return (spec,), _apply(from_file, shortcuts)
 
-    if specs and spec_kwargs:
-        keys = ", ".join(f"{k}=" for k in sorted(spec_kwargs))
-        raise ConfigurationError(
-            f"Compute() got Spec objects and Spec keywords ({keys}) together; put those keywords into "
-            "each sky.Spec(...), or pass only keywords for a single spec"
-        )
-    resolved = cast("tuple[Spec, ...]", specs) if specs else (Spec(**spec_kwargs),)
+    resolved = _share(cast("tuple[Spec, ...]", specs), spec_kwargs) if specs else (Spec(**spec_kwargs),)
     if options is not None:
         _check_conflicts(options, shortcuts)
     return resolved, _apply(options if options is not None else Options(), shortcuts)
@@ -95,6 +91,33 @@ def _check_positional(specs: tuple[object, ...]) -> None:
         raise ConfigurationError(
             f"Compute() takes sky.Spec objects positionally, but argument {position + 1} is {spec!r}; {hint}"
         )
+
+
+def _share(specs: tuple[Spec, ...], shared: dict[str, Any]) -> tuple[Spec, ...]:
+    """``Compute(Spec(...), Spec(...), image=...)``: each ``Spec`` keyword given beside the specs
+    applies to every spec that does not set that field itself (leaves it at its default, see
+    ``Spec.is_default``). A spec that sets it to the same value agrees; one that sets it to another
+    value is a conflict, reported with the spec and the field, since either could be what was meant.
+    """
+    if not shared:
+        return specs
+    result = []
+    for position, spec in enumerate(specs, 1):
+        own = {name: getattr(spec, name) for name in _SPEC_FIELDS if not spec.is_default(name)}
+        fill = {key: value for key, value in shared.items() if key not in own}
+        for key in shared.keys() & own.keys():
+            wanted = getattr(attrs.evolve(spec, **{key: shared[key]}), key)  # converted as the spec's was
+            if wanted != own[key]:
+                provider = type(spec.provider_config()).__name__
+                raise ConfigurationError(
+                    f"Compute() got {key}={shared[key]!r} for every spec, but spec {position} of "
+                    f"{len(specs)} (provider {provider}) sets {key}={own[key]!r}; keep one: drop {key}= "
+                    f"from that sky.Spec(...) to share it, or from Compute(...) to keep each spec's own"
+                )
+        # Built again from what it sets, so defaults that follow a filled field (nodes follows the
+        # provider) are worked out anew.
+        result.append(Spec(**own, **fill) if fill else spec)
+    return tuple(result)
 
 
 def _translate(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -379,6 +379,23 @@ class Spec:
     volumes: tuple[Volume, ...] = attrs.field(default=(), converter=_volumes)
     plugins: tuple[Any, ...] = attrs.field(default=(), converter=_plugins)
 
+    def is_default(self, name: str) -> bool:
+        """Whether field ``name`` holds what a ``Spec`` built without it would hold.
+
+        This is what "the spec does not set it" means where keywords given beside specs fill them
+        in (``Compute(Spec(...), Spec(...), image=...)``). A ``Spec`` is a value, so
+        ``Spec(ttl=600)`` and ``Spec()`` are the same spec, and nothing downstream could (or
+        should) tell them apart: a field set to its default value takes a shared keyword too. The
+        default of ``nodes`` follows the spec's provider (``sky.SSH(hosts=[a, b])``: two).
+        """
+        field = attrs.fields_dict(Spec)[name]
+        default = field.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory(self) if default.takes_self else default.factory()
+        if field.converter is not None:
+            default = field.converter(default)  # type: ignore[call-arg]
+        return bool(getattr(self, name) == default)
+
     def provider_config(self) -> object:
         """The provider to provision with: the one given, or ``Local()`` when none was."""
         if self.provider is not None:

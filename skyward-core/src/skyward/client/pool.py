@@ -51,6 +51,7 @@ from skyward.function import (
     PendingFunction,
     PendingFunctionGroup,
     check_timeout,
+    not_a_call,
     stream_arguments,
     unwrap_function,
 )
@@ -61,6 +62,7 @@ from skyward.logging import register_secret
 from skyward.messages import Hello, StreamRef, TaskMessage
 from skyward.plugin import LaunchCommand
 from skyward.providers.base import NodeSetup
+from skyward.tracebacks import include_sources
 from skyward.wire import Kind, check_picklable, encode, is_plain
 from skyward.worker.lifecycle import enter_worker_contexts
 
@@ -612,9 +614,13 @@ class Pool:
             del node.inflight[task.id]
             node.stuck.add(task.id)
             node.cancel(task.id)
-            asyncio.get_running_loop().call_later(STUCK_GRACE, self._check_stuck, node, task.id)
+            why = (
+                f"task {task.name}#{task.id} ran past its {task.timeout:g}s timeout "
+                "and did not stop when cancelled"
+            )
+            asyncio.get_running_loop().call_later(STUCK_GRACE, self._check_stuck, node, task.id, why)
 
-    def _check_stuck(self, node: NodeHandle, task_id: int) -> None:
+    def _check_stuck(self, node: NodeHandle, task_id: int, why: str) -> None:
         """A timed-out task still running after its cancel and `STUCK_GRACE` (blocked in C code,
         which no cancel reaches) is ended with its worker process, the only way to stop a thread.
 
@@ -634,21 +640,24 @@ class Pool:
             if not node.draining:
                 self._log.info("skyward.draining_stuck_worker", node=node.index, task=task_id)
                 node.draining = True
-            asyncio.get_running_loop().call_later(STUCK_GRACE, self._check_stuck, node, task_id)
+            asyncio.get_running_loop().call_later(STUCK_GRACE, self._check_stuck, node, task_id, why)
             return
         self._log.info("skyward.replacing_stuck_worker", node=node.index, task=task_id)
         node.lost = True
         node.ready = False
         node.channel.kill()
-        self._on_node_lost(node, RuntimeError("a timed-out task did not stop"))
+        self._on_node_lost(node, None, restart=f"{why}, so its worker process is restarted")
 
-    def _on_node_lost(self, node: NodeHandle, exc: BaseException | None) -> None:
+    def _on_node_lost(self, node: NodeHandle, exc: BaseException | None, restart: str = "") -> None:
+        """`node`'s worker is gone: it ended (`exc` says how), or the pool stopped it to start it
+        again (`restart` says why, in words for the user: see `NodeLost.restart`)."""
         if self._closing:
             return
         node.flush_logs()
         if self._scheduler.nodes.get(node.key) is node:
             del self._scheduler.nodes[node.key]
-        self.bus.emit(NodeLost(node=node.index, reason=repr(exc) if exc else "worker exited", pool=self.name))
+        reason = restart or (repr(exc) if exc else "worker exited")
+        self.bus.emit(NodeLost(node=node.index, reason=reason, restart=bool(restart), pool=self.name))
         for task in list(node.inflight.values()):
             self._retry_or_fail(task, node)
         node.inflight.clear()
@@ -854,6 +863,7 @@ class Pool:
             reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),
             sys_path=(), plugins=self._worker_plugins, ttl=float(self.spec.ttl),
             shutdown_command=getattr(self._provider, "shutdown_command", None),
+            include_sources=include_sources(self.image.includes),
         )
         try:
             await node.handshake(hello, HANDSHAKE_TIMEOUT)
@@ -1119,6 +1129,17 @@ class Pool:
 
     def __repr__(self) -> str:
         return f"<sky.Pool {self.name} {self._state} nodes={self.current_nodes()}>"
+
+    # Reached only when the left side is not a pending call (a pending call's own operator runs
+    # first): most often the result of a function not marked @sky.function, which already ran.
+    def __rrshift__(self, value: Any) -> Any:
+        raise not_a_call(">>", value)
+
+    def __rmatmul__(self, value: Any) -> Any:
+        raise not_a_call("@", value)
+
+    def __lt__(self, value: Any) -> Any:  # `value > pool`, reflected: pools have no order
+        raise not_a_call(">", value)
 
 
 def _refuse_one_shot_iterators(pending: PendingFunction[Any]) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import cloudpickle
 
+from skyward import tracebacks
 from skyward.errors import SerializationError
 from skyward.messages import Hello, RemoteFailure, StreamRef, TaskMessage
 from skyward.transport import lane
@@ -33,7 +34,6 @@ from skyward.worker.processes import FN_CACHE_SIZE, ProcessSlots, TaskCancelled
 from skyward.worker.streams import InputStream, OutputCredits
 from skyward.worker.threads import STOP, Job, TaskThreads
 from skyward.worker.watchdog import Watchdog
-
 
 
 class _Running:
@@ -63,6 +63,7 @@ class Worker:
         self.hello = hello
         os.environ.update(hello.env)
         sys.path[:0] = [p for p in hello.sys_path if p not in sys.path]
+        tracebacks.set_include_sources(os.environ.get("SKYWARD_WORKDIR"), hello.include_sources)
         runtime.set_instance_info(hello.info)
         #: This worker's place in the pool: the handshake's, then each INFO's (a resize).
         self.info = hello.info
@@ -76,7 +77,9 @@ class Worker:
         channel.on_idle = self.flush_held
         self.slots: ProcessSlots | None = None
         if hello.executor == "process":
-            init = cloudpickle.dumps((hello.env, hello.info, self.plugins, hello.sys_path))
+            init = cloudpickle.dumps(
+                (hello.env, hello.info, self.plugins, hello.sys_path, hello.include_sources)
+            )
             self.slots = ProcessSlots(hello.concurrency, hello.reuse_processes, init)
         self.fn_bytes: dict[bytes, bytes] = {}
         self.fn_cache: OrderedDict[bytes, Any] = OrderedDict()

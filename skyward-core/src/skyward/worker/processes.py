@@ -177,12 +177,13 @@ def _died(slot: _Slot) -> TaskProcessError:
 
 
 def _child_main(conn: Any, init_bytes: bytes) -> None:
-    from skyward import runtime
+    from skyward import runtime, tracebacks
     from skyward.worker.lifecycle import AppLifecycle, decorate
 
-    env, info, plugins, sys_path = cloudpickle.loads(init_bytes)
+    env, info, plugins, sys_path, include_sources = cloudpickle.loads(init_bytes)
     os.environ.update(env)
     sys.path[:0] = [p for p in sys_path if p not in sys.path]
+    tracebacks.set_include_sources(os.environ.get("SKYWARD_WORKDIR"), include_sources)
     runtime.set_instance_info(info)
     lifecycle = AppLifecycle(plugins, info, hook="around_process")
     functions: dict[bytes, Any] = {}  # function key -> the function in the plugins' decorators
