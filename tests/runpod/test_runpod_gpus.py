@@ -7,8 +7,7 @@ from fake_runpod import GPU_TYPES
 
 from skyward.accelerators import resolve
 from skyward.errors import ConfigurationError, ProvisionError
-from skyward_runpod.config import whole_gpus
-from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers
+from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers, whole_gpus
 
 TYPES = [GpuType.from_api(raw) for raw in GPU_TYPES]
 

@@ -2,8 +2,12 @@
 
 Everything here is a plain value (the config travels inside specs, which are pickled), so a typo
 such as `ami="ubuntu"` fails on the line that wrote it, naming the fix, rather than minutes later
-inside a half-created pool. Nothing here talks to AWS except `hourly_price`, which the pool asks
-only to order several specs by cost.
+inside a half-created pool. Nothing here talks to AWS.
+
+The config is the package's front: the pool turns it into a provider with `create()` and asks it
+`hourly_price()` (only to order several specs by cost); both hand over to `provider` and
+`pricing`, which never import this module at run time (only for annotations), so the imports flow
+one way: clients <- catalog/images/resources <- pricing <- provider <- config <- hooks.
 """
 
 from __future__ import annotations
@@ -141,6 +145,8 @@ class AWS:
         return "aws"
 
     def create(self) -> AWSProvider:
+        """The provider for one pool. Imported here, when a pool starts, not with the config: it
+        loads boto3 and asyncssh, which resolving `sky.AWS` does not need (speed, not a cycle)."""
         from skyward_aws.provider import AWSProvider
 
         return AWSProvider(self)
@@ -148,10 +154,8 @@ class AWS:
     def hourly_price(self, spec: Spec) -> float | None:
         """One node's price per hour for `spec` (spot or on-demand, as its allocation says), or
         None when AWS does not tell (no credentials, no price list): the pool then tries this spec
-        last. Blocking; the catalog and prices are cached, so `prepare` does not ask again."""
-        from skyward_aws.pricing import estimate
+        last. Blocking; the catalog and prices are cached, so `prepare` does not ask again.
+        (`pricing` is imported here for the same reason as `create`'s provider.)"""
+        from skyward_aws.pricing import hourly_price
 
-        try:
-            return estimate(self, spec)
-        except Exception:  # noqa: BLE001 - a price is a hint; the real errors come from prepare
-            return None
+        return hourly_price(self, spec)

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from skyward_aws.clients import LOGGER
+from skyward_aws.catalog import Want, catalog, choose
+from skyward_aws.clients import LOGGER, Clients, clients_for, resolve_region
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
-    from skyward_aws.clients import Clients
     from skyward_aws.config import AWS
 
 #: The Price List API answers in these regions only; us-east-1 serves every region's prices.
@@ -85,11 +85,16 @@ def parse_on_demand(price_list: Iterable[str | dict[str, Any]]) -> float | None:
     return None
 
 
+def hourly_price(config: AWS, spec: Spec) -> float | None:
+    """`AWS.hourly_price`: `estimate`, or None when AWS does not tell (no credentials, no price)."""
+    try:
+        return estimate(config, spec)
+    except Exception:  # noqa: BLE001 - a price is a hint; the real errors come from prepare
+        return None
+
+
 def estimate(config: AWS, spec: Spec) -> float | None:
     """One node's hourly price for `spec` on `config` (blocking), as `AWS.hourly_price` reports it."""
-    from skyward_aws.catalog import Want, catalog, choose
-    from skyward_aws.clients import clients_for, resolve_region
-
     region = resolve_region(config, spec.region)
     clients = clients_for(config, region)
     usage = "spot" if spec.allocation == "spot" else None

@@ -21,6 +21,8 @@ machine's network interface uses it) and the key pair.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,6 +35,7 @@ from skyward.errors import CapacityError, ProvisionError
 from skyward.providers.base import Cluster, Instance, NodeSetup
 from skyward.providers.cloud import CloudProvider
 from skyward.providers.ssh import head_port
+from skyward.retry import retry
 from skyward_aws import resources
 from skyward_aws.catalog import InstanceType, Want, catalog, choose, closest
 from skyward_aws.clients import (
@@ -56,6 +59,10 @@ T = TypeVar("T")
 
 #: How long `release` waits for the pool's machines to be gone before deleting the security group.
 TERMINATION_TIMEOUT = 600.0
+#: How long, and how often, `release` retries deleting a security group AWS still holds (the
+#: network interface of a machine just terminated lingers for a minute or two).
+GROUP_DELETE_TIMEOUT = 120.0
+GROUP_RETRY_DELAY = 5.0
 #: How many of the best-fitting types are priced when `Spec.max_hourly_cost` is set.
 PRICED_CANDIDATES = 10
 #: allocation -> how to buy: spot only, on-demand only, or spot first then on-demand.
@@ -355,7 +362,11 @@ class AWSProvider(CloudProvider):
             problems.append(str(exc))
         if plan.created_group:
             try:
-                await self._call(resources.delete_security_group, self.clients, plan.security_group)
+                await retry(
+                    lambda: self._call(resources.delete_security_group, self.clients, plan.security_group),
+                    retry_on=resources.GroupInUse, delays=itertools.repeat(GROUP_RETRY_DELAY),
+                    deadline=time.monotonic() + GROUP_DELETE_TIMEOUT,
+                )
             except Exception as exc:  # noqa: BLE001
                 problems.append(f"security group {plan.security_group}: {exc}")
         if plan.key_name:

@@ -8,8 +8,9 @@ runs them in a thread.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
-import time
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +18,7 @@ import attrs
 import botocore.exceptions
 import structlog
 
+from skyward.errors import ProvisionError
 from skyward_aws.clients import LOGGER, Clients, error_code, translate
 
 POOL_TAG = "skyward:pool"
@@ -97,26 +99,28 @@ def create_security_group(
              "UserIdGroupPairs": [{"GroupId": group, "Description": "the pool's machines"}]},
         ])
     except botocore.exceptions.ClientError as exc:
-        delete_security_group(clients, group, timeout=0)
+        delete_security_group(clients, group)
         raise translate(exc, f"opening port {ssh_port} in {group}") from None
     return group
 
 
-def delete_security_group(clients: Clients, group: str, timeout: float = 120.0) -> None:
-    """Delete the group; AWS refuses while a terminated machine's network interface lingers
-    (DependencyViolation), so that is retried for `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            clients.ec2.delete_security_group(GroupId=group)
+class GroupInUse(ProvisionError):
+    """AWS refused to delete a security group that a (terminated) machine's network interface
+    still holds (`DependencyViolation`): it frees it within a minute or two, so this is retried."""
+
+
+def delete_security_group(clients: Clients, group: str) -> None:
+    """Delete the group (one already gone is fine); raises `GroupInUse` while AWS still holds it."""
+    try:
+        clients.ec2.delete_security_group(GroupId=group)
+    except botocore.exceptions.ClientError as exc:
+        code = error_code(exc)
+        if code == "InvalidGroup.NotFound":
             return
-        except botocore.exceptions.ClientError as exc:
-            code = error_code(exc)
-            if code == "InvalidGroup.NotFound":
-                return
-            if code != "DependencyViolation" or time.monotonic() >= deadline:
-                raise translate(exc, f"deleting the security group {group}") from None
-        time.sleep(5.0)
+        error = translate(exc, f"deleting the security group {group}")
+        if code == "DependencyViolation":
+            raise GroupInUse(str(error)) from None
+        raise error from None
 
 
 def delete_key(clients: Clients, name: str) -> None:
@@ -158,14 +162,20 @@ def terminate(clients: Clients, ids: list[str]) -> None:
 
 
 def wait_terminated(clients: Clients, pool: str, timeout: float, interval: float = 2.0) -> list[str]:
-    """Wait until none of the pool's machines is left (terminated ones do not count); returns the
-    ids still there when `timeout` ran out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = [str(i["InstanceId"]) for i in pool_instances(clients, pool)]
-        if not left or time.monotonic() >= deadline:
-            if left:
-                log = structlog.get_logger(LOGGER)
-                log.warning("skyward.aws_still_terminating", pool=pool, instances=left)
-            return left
-        time.sleep(interval)
+    """Wait until none of the pool's machines is left (terminated ones do not count), with EC2's
+    `instance_terminated` waiter polling every `interval` for `timeout` seconds; returns the ids
+    still there when it gave up."""
+    left = [str(i["InstanceId"]) for i in pool_instances(clients, pool)]
+    if not left:
+        return []
+    waiter = clients.ec2.get_waiter("instance_terminated")
+    attempts = max(1, math.ceil(timeout / interval))
+    # It stops early for a machine in a state it will not wait through (`pending`, `stopping`:
+    # one nobody asked to terminate) or gone from the listing; either way, read what is left.
+    with contextlib.suppress(botocore.exceptions.WaiterError):
+        waiter.wait(InstanceIds=left, WaiterConfig={"Delay": interval, "MaxAttempts": attempts})
+    left = [str(i["InstanceId"]) for i in pool_instances(clients, pool)]
+    if left:
+        log = structlog.get_logger(LOGGER)
+        log.warning("skyward.aws_still_terminating", pool=pool, instances=left)
+    return left

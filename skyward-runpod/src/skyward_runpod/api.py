@@ -24,7 +24,7 @@ import aiohttp
 import structlog
 
 from skyward.errors import CapacityError, ProvisionError
-from skyward_runpod.config import API_KEY_VARIABLE
+from skyward_runpod.account import API_KEY_VARIABLE
 
 #: Phrases RunPod uses when it has no machine for the request right now (spot or on-demand).
 CAPACITY_PHRASES = (

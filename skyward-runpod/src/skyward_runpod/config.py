@@ -3,48 +3,32 @@
 Everything here is checked when the value is built, so a missing API key or a misspelt cloud type
 fails on the line that wrote it, before anything is rented. The API key is a credential: it is
 kept out of `repr` (and so out of events and tracebacks that print the config) and registered for
-masking in Skyward's logs the moment it is read.
+masking in Skyward's logs the moment it is read (`account.resolve_api_key`).
+
+The config is the package's front: the pool turns it into a provider with `create()` and asks it
+`hourly_price()`; both hand over to `provider` and `pricing`, which never import this module at
+run time (only for annotations), so the imports flow one way: account <- api/gpus <- pods/pricing
+<- provider <- config <- hooks.
 """
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.logging import register_secret
+from skyward_runpod.account import GRAPHQL_URL, REST_URL, resolve_api_key
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_runpod.provider import RunPodProvider
 
-#: Where the key is read from when `api_key=` is left out.
-API_KEY_VARIABLE = "RUNPOD_API_KEY"
-#: RunPod's REST API v1 (pods) and its GraphQL API (the GPU type listing, which REST v1 lacks).
-REST_URL = "https://rest.runpod.io/v1"
-GRAPHQL_URL = "https://api.runpod.io/graphql"
 #: An official RunPod image with CUDA, PyTorch, Python and sshd: `python=` can reuse its torch.
 DEFAULT_IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
 #: RunPod's two clouds, and "ALL" for either (REST v1 takes one per pod, so "ALL" tries both).
 CLOUD_TYPES = ("SECURE", "COMMUNITY", "ALL")
-
-
-def _api_key(value: object) -> str:
-    """The key given, else `$RUNPOD_API_KEY`; registered as a secret so no log line shows it."""
-    if value is not None and not isinstance(value, str):
-        raise ConfigurationError(f"RunPod(api_key=...): expected a string, got {type(value).__name__}")
-    key = (value or os.environ.get(API_KEY_VARIABLE, "")).strip()
-    if not key:
-        raise ConfigurationError(
-            f"RunPod needs an API key: set the {API_KEY_VARIABLE} environment variable or pass "
-            "RunPod(api_key=...); create one at https://www.runpod.io/console/user/settings"
-        )
-    register_secret(key)
-    return key
 
 
 def _image(value: object) -> str:
@@ -112,7 +96,7 @@ class RunPod:
     installing one. `api_url` / `graphql_url` point at another endpoint (tests, proxies).
     """
 
-    api_key: str = attrs.field(default=None, converter=_api_key, repr=False)
+    api_key: str = attrs.field(default=None, converter=resolve_api_key, repr=False)
     container_image: str = attrs.field(default=DEFAULT_IMAGE, converter=_image)
     cloud_type: str = attrs.field(default="SECURE", converter=_cloud_type)
     data_center_ids: tuple[str, ...] | None = attrs.field(default=None, converter=_data_centers)
@@ -140,27 +124,15 @@ class RunPod:
         return ("SECURE", "COMMUNITY") if self.cloud_type == "ALL" else (self.cloud_type,)
 
     def create(self) -> RunPodProvider:
+        """The provider for one pool. Imported here, when a pool starts, not with the config: it
+        loads aiohttp and asyncssh, which resolving `sky.RunPod` does not need (speed, not a cycle)."""
         from skyward_runpod.provider import RunPodProvider
 
         return RunPodProvider(self)
 
     def hourly_price(self, spec: Spec) -> float | None:
-        """What one node would cost per hour, for `Options(selection="cheapest")`; None if unknown.
-
-        The pool asks synchronously, from its event loop, so the listing is read on a thread of
-        its own; any failure (network, key, no match) means "unknown", and the pool then simply
-        tries this provider last, where the real error is raised with its full message.
-        """
+        """What one node would cost per hour, for `Options(selection="cheapest")`; None if unknown
+        (see `pricing.estimate_hourly_price`; imported here for the same reason as `create`'s)."""
         from skyward_runpod.pricing import estimate_hourly_price
 
         return estimate_hourly_price(self, spec)
-
-
-def whole_gpus(count: float) -> int:
-    """RunPod rents whole GPUs: 2.0 is 2, 0.5 is refused (it names the provider and the fix)."""
-    if count != math.floor(count):
-        raise ConfigurationError(
-            f"RunPod rents whole GPUs; accelerator count {count:g} is a fraction: ask for {math.ceil(count)}"
-        )
-    return int(count)
-

@@ -15,16 +15,26 @@ the fitting types. `plan_offers` orders them as the spec's allocation says, so l
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from skyward.errors import ProvisionError
+from skyward.errors import ConfigurationError, ProvisionError
 
 #: Words that say nothing about which card it is.
 _NOISE = frozenset({"", "nvidia", "geforce", "amd", "instinct", "oam", "generation", "tesla", "radeon"})
+
+
+def whole_gpus(count: float) -> int:
+    """RunPod rents whole GPUs: 2.0 is 2, 0.5 is refused (it names the provider and the fix)."""
+    if count != math.floor(count):
+        raise ConfigurationError(
+            f"RunPod rents whole GPUs; accelerator count {count:g} is a fraction: ask for {math.ceil(count)}"
+        )
+    return int(count)
 
 
 def words(text: str) -> frozenset[str]:

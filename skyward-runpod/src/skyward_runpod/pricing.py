@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from skyward_runpod.api import LOGGER, RunPodAPI
-from skyward_runpod.config import whole_gpus
-from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers
+from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers, whole_gpus
 
 if TYPE_CHECKING:
     from skyward.spec import Spec

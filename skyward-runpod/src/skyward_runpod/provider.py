@@ -21,8 +21,7 @@ from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import CloudProvider
 from skyward.providers.ssh import head_port
 from skyward_runpod.api import LOGGER, RunPodAPI
-from skyward_runpod.config import whole_gpus
-from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers
+from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers, whole_gpus
 from skyward_runpod.pods import cost_per_hour, gone, pod_request, pool_prefix, ssh_address
 from skyward_runpod.pricing import gpu_types
 

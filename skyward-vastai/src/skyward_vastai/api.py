@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from skyward.errors import CapacityError, ProvisionError
+from skyward_vastai.account import API_KEY_VARIABLE
 
 T = TypeVar("T")
 
@@ -119,7 +120,7 @@ class VastAPI:
     # -- errors ------------------------------------------------------------------------------------
 
     def _sync(self, what: str, call: Callable[[], T], capacity: tuple[str, ...] = ()) -> T:
-        import requests
+        import requests  # the SDK's HTTP library, loaded with the SDK (see `sdk`), not before
 
         try:
             return call()
@@ -139,7 +140,7 @@ class VastAPI:
         if status in (401, 403):
             return ProvisionError(
                 f"vastai: could not {what}: the API key was refused (HTTP {status}: {reason}); "
-                "check VAST_API_KEY or VastAI(api_key=...)"
+                f"check {API_KEY_VARIABLE} or VastAI(api_key=...)"
             )
         if capacity and (status in (404, 410) or any(word in lowered for word in capacity)):
             return CapacityError(f"vastai: could not {what}: {reason}")

@@ -2,13 +2,17 @@
 
 The config is a frozen value: it is pickled with the `Spec`, compared, printed. That is why the
 API key is never *resolved* here (an environment key would otherwise travel inside every pickled
-spec) and why an explicit key is kept out of `repr` and registered for masking in logs.
+spec; see `account`) and why an explicit key is kept out of `repr` and registered for masking
+in logs.
+
+The config is the package's front: the pool turns it into a provider with `create()` and asks it
+`hourly_price()`; both hand over to `provider` and `market`, which never import this module at run
+time (only for annotations), so the imports flow one way: account <- api/gpus <- machine/market
+<- provider <- config <- hooks.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
@@ -20,40 +24,9 @@ if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_vastai.provider import VastAIProvider
 
-#: Where Vast's own tools look for the key, in the order the SDK uses (after `VAST_API_KEY`).
-API_KEY_VARIABLE = "VAST_API_KEY"
 DEFAULT_SERVER_URL = "https://console.vast.ai"
 #: Vast's documented default image: it resolves to a CUDA tag that matches the host's driver.
 DEFAULT_IMAGE = "vastai/base-image:@vastai-automatic-tag"
-
-
-def key_files() -> tuple[Path, ...]:
-    """The files `vastai set api-key` writes, newest layout first (as the SDK reads them)."""
-    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return (config_home / "vastai" / "vast_api_key", Path.home() / ".vast_api_key")
-
-
-def resolve_api_key(explicit: str | None) -> str:
-    """The key to use: `explicit`, else `$VAST_API_KEY`, else the SDK's key files.
-
-    Raises `ConfigurationError` naming `VAST_API_KEY` when there is none, so a pool fails before
-    it creates anything rather than on its first API call.
-    """
-    key = explicit or os.environ.get(API_KEY_VARIABLE, "").strip()
-    if not key:
-        for path in key_files():
-            if path.is_file():
-                key = path.read_text().strip()
-                if key:
-                    break
-    if not key:
-        files = " or ".join(str(p) for p in key_files())
-        raise ConfigurationError(
-            f"VastAI needs an API key: pass VastAI(api_key=...), set {API_KEY_VARIABLE}, or save it to "
-            f"{files} (`vastai set api-key ...`); create one at https://cloud.vast.ai/manage-keys/"
-        )
-    register_secret(key)
-    return key
 
 
 def _geolocation(value: object) -> tuple[str, ...]:
@@ -123,7 +96,10 @@ class VastAI:
         return (self.server_url or DEFAULT_SERVER_URL).rstrip("/")
 
     def create(self) -> VastAIProvider:
-        """The provider for one pool; resolves the API key now, so a missing one fails first."""
+        """The provider for one pool; resolves the API key now, so a missing one fails first.
+
+        Imported here, when a pool starts, not with the config: it loads asyncssh and the Vast SDK,
+        which resolving `sky.VastAI` does not need (speed, not a cycle)."""
         from skyward_vastai.provider import VastAIProvider
 
         return VastAIProvider(self)
@@ -133,6 +109,7 @@ class VastAI:
 
         It asks the marketplace (prices move by the minute); None (sorted last) when it cannot,
         e.g. without a key or with no matching offer, so a price lookup never stops a pool.
+        (Imported here for the same reason as `create`'s.)
         """
         from skyward_vastai.market import cheapest_price
 

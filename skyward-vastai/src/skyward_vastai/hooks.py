@@ -10,7 +10,7 @@ from skyward.hookspecs import hookimpl
 
 @hookimpl
 def skyward_providers() -> dict[str, object]:
-    from skyward_vastai.config import VastAI
+    from skyward_vastai.config import VastAI  # imported when looked up: discovery stays light
 
     return {"VastAI": VastAI}
 

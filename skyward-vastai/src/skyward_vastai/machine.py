@@ -88,7 +88,7 @@ def ssh_address(row: dict[str, Any]) -> tuple[str, int] | None:
 async def answers_with(host: str, port: int, public_key: str, timeout: float = 10.0) -> bool | None:
     """Whether the sshd at host:port presents `public_key` (True), another key (False), or cannot
     be asked yet (None). Only the key exchange runs: nothing is authenticated or sent."""
-    import asyncssh
+    import asyncssh  # heavy; loaded when a machine is asked, not by the script builders here
 
     try:
         key = await asyncio.wait_for(

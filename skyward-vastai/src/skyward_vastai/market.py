@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from skyward.errors import ProvisionError
+from skyward_vastai.account import resolve_api_key
+from skyward_vastai.api import VastAPI
 from skyward_vastai.gpus import gpu_count, gpu_names, min_gpu_ram_mb
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
-    from skyward_vastai.api import VastAPI
     from skyward_vastai.config import VastAI
 
 #: How many offers one search returns (cheapest first): plenty to retry taken ones with.
@@ -144,9 +145,6 @@ def describe_none(query: OfferQuery) -> ProvisionError:
 
 def cheapest_price(config: VastAI, spec: Spec) -> float | None:
     """`VastAI.hourly_price`: the cheapest matching offer's $/hour, None when unknown."""
-    from skyward_vastai.api import VastAPI
-    from skyward_vastai.config import resolve_api_key
-
     try:
         query = OfferQuery.for_spec(spec, config)
         api = VastAPI(resolve_api_key(config.api_key), config.api_url)

@@ -23,8 +23,8 @@ from skyward.errors import CapacityError, ProvisionError
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import HOST_KEY_VARIABLE, CloudProvider
 from skyward.providers.ssh import head_port
+from skyward_vastai.account import resolve_api_key
 from skyward_vastai.api import VastAPI
-from skyward_vastai.config import resolve_api_key
 from skyward_vastai.machine import answers_with, onstart_script, shutdown_command, ssh_address
 from skyward_vastai.market import Offer, OfferQuery, describe_none, search
 

@@ -37,6 +37,7 @@ from skyward.errors import CapacityError, ProvisionError
 from skyward.logging import register_secret
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.providers.remote import RemoteNodes
+from skyward.retry import backoff, retry
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -134,21 +135,18 @@ async def with_backoff(
     what: str = "request",
 ) -> T:
     """Run `attempt` until it succeeds, retrying what `retryable` accepts with doubling waits
-    (capped at 60 s) until `deadline` (monotonic) or `max_attempts`; then raise the last error."""
+    (capped at 60 s) until `deadline` (monotonic) or `max_attempts`; then raise the last error.
+    `skyward.retry` in the terms of `Options` (provision timeout, retry delay, attempts), logged."""
     log = structlog.get_logger()
-    tries = 0
-    while True:
-        tries += 1
-        try:
-            return await attempt()
-        except Exception as exc:
-            left = deadline - time.monotonic()
-            if not retryable(exc) or left <= 0 or (max_attempts is not None and tries >= max_attempts):
-                raise
-            wait = min(delay, left, 60.0)
-            log.info("skyward.provision_retry", what=what, attempt=tries, error=str(exc), wait=round(wait, 2))
-            await asyncio.sleep(wait)
-            delay *= 2
+
+    def logged(tries: int, exc: BaseException, wait: float) -> None:
+        log.info("skyward.provision_retry", what=what, attempt=tries, error=str(exc), wait=round(wait, 2))
+
+    retries = None if max_attempts is None else max(max_attempts - 1, 0)
+    return await retry(
+        attempt, retry_on=retryable, delays=backoff(delay, cap=60.0, retries=retries), deadline=deadline,
+        on_retry=logged,
+    )
 
 
 class CloudProvider(Provider):

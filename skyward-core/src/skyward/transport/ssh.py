@@ -30,6 +30,7 @@ import structlog
 
 from skyward.bootstrap.runner import DRAIN_GRACE, RunnerConnectionLost
 from skyward.errors import HostKeyError
+from skyward.retry import backoff, retry
 from skyward.transport.base import Channel
 from skyward.wire import FrameDecoder, Kind, encode
 
@@ -268,20 +269,18 @@ async def connect_with_retry(
 ) -> Connection:
     """`connect`, retried with exponential backoff (from `interval`, doubling, at most 10 s) until
     `deadline` (a `time.monotonic()` value). Host key and credential errors are not retried."""
-    delay = max(interval, 0.1)
-    while True:
+
+    async def attempt() -> Connection:
         left = deadline - time.monotonic()
-        try:
-            return await connect(host, port, user, timeout=max(min(left, 30.0), 1.0), **kwargs)
-        except ConnectionError as exc:
-            left = deadline - time.monotonic()
-            if is_permanent(exc) or left <= 0:
-                raise
-            wait = min(delay, left)
-            if on_retry is not None:
-                on_retry(exc, wait)
-            await asyncio.sleep(wait)
-            delay = min(delay * 2, 10.0)
+        return await connect(host, port, user, timeout=max(min(left, 30.0), 1.0), **kwargs)
+
+    return await retry(
+        attempt,
+        retry_on=lambda exc: isinstance(exc, ConnectionError) and not is_permanent(exc),
+        delays=backoff(max(interval, 0.1), cap=10.0),
+        deadline=deadline,
+        on_retry=None if on_retry is None else lambda _tries, exc, wait: on_retry(exc, wait),
+    )
 
 
 # -- per-pool keys (clouds inject the public half at provision) ---------------------------------------

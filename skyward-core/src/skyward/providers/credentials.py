@@ -1,0 +1,55 @@
+"""API keys of cloud providers, found the same way for every one of them.
+
+A key comes from the config's argument (`RunPod(api_key=...)`), else the provider's environment
+variable (`RUNPOD_API_KEY`), else the files its own command-line tool writes (`vastai set
+api-key`), in that order. No key is a `ConfigurationError` naming the argument, the variable and
+the files, so a pool fails before it creates anything. A key found is registered for masking:
+from then on no Skyward log line shows it (configs keep it out of their `repr` themselves).
+
+Clouds with their own credential chain (AWS: boto3's profiles, SSO, instance roles) leave it to
+that chain instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from skyward.errors import ConfigurationError
+from skyward.logging import register_secret
+
+
+def resolve_secret(
+    value: object,
+    env_var: str,
+    *,
+    provider: str,
+    argument: str = "api_key",
+    config_files: Sequence[Path] = (),
+    hint: str = "",
+) -> str:
+    """The key: `value`, else `$env_var`, else the first non-empty file of `config_files`.
+
+    `provider` and `argument` name where it is passed (`RunPod(api_key=...)`) in the error, and
+    `hint` says where to get one. Raises `ConfigurationError` when `value` is not a string or no
+    key is found.
+    """
+    if value is not None and not isinstance(value, str):
+        raise ConfigurationError(
+            f"{provider}({argument}=...): expected the key as a string, got {type(value).__name__}"
+        )
+    key = (value or os.environ.get(env_var, "")).strip()
+    for path in config_files:
+        if key:
+            break
+        if path.is_file():
+            key = path.read_text().strip()
+    if not key:
+        places = [f"pass {provider}({argument}=...)", f"set the {env_var} environment variable"]
+        if config_files:
+            places.append("save it to " + " or ".join(str(p) for p in config_files))
+        where = ", ".join(places[:-1]) + f" or {places[-1]}"
+        raise ConfigurationError(f"{provider} needs an API key: {where}" + (f"; {hint}" if hint else ""))
+    register_secret(key)
+    return key
