@@ -7,12 +7,10 @@ Each case is a distribution on `PYTHONPATH` (a module and its `.dist-info`), whi
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from plugin_support import distribution, run
 
 POOL = """
 import skyward as sky
@@ -24,23 +22,6 @@ def ping():
 with sky.Compute(provider=sky.Local(), nodes=1, console=False) as pool:
     print(ping() >> pool)
 """
-
-
-def distribution(root: Path, name: str, hooks: str) -> Path:
-    """A distribution `name` whose module holds `hooks`, registered under the `skyward` group."""
-    module = name.replace("-", "_")
-    (root / f"{module}.py").write_text("from skyward.hookspecs import hookimpl\n" + hooks)
-    info = root / f"{module}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[skyward]\n{name} = {module}\n")
-    return root
-
-
-def run(site: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    python_path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    environ = {**os.environ, "PYTHONPATH": python_path, **env}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environ)
 
 
 @pytest.mark.parametrize(

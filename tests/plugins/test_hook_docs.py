@@ -8,8 +8,9 @@ from pathlib import Path
 import attrs
 
 from skyward import hookspecs
-from skyward.hooks import PluginAdapter
+from skyward.hooks import PluginAdapter, PluginFolds
 from skyward.plugin import Plugin
+from skyward.worker.lifecycle import WorkerAdapter
 
 DOCS = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()
 
@@ -27,7 +28,12 @@ def test_every_hook_has_a_docstring_saying_when_it_runs() -> None:
     assert all(inspect.getdoc(getattr(hookspecs, name)) for name in hook_names())
 
 
-def test_every_plugin_field_is_carried_by_a_hook_of_the_adapter() -> None:
-    adapter_source = inspect.getsource(PluginAdapter)
+def test_every_plugin_field_is_carried_by_a_hook_of_an_adapter() -> None:
+    adapter_source = "".join(inspect.getsource(cls) for cls in (PluginAdapter, PluginFolds, WorkerAdapter))
     fields = [f.name for f in attrs.fields(Plugin) if f.name != "name"]
     assert [f for f in fields if f"plugin.{f}" not in adapter_source and f"p.{f}" not in adapter_source] == []
+
+
+def test_every_hook_of_the_catalogue_has_a_row_in_the_catalogue_table() -> None:
+    catalogue = DOCS[DOCS.index("## The hook catalogue"):]
+    assert [name for name in hook_names() if f"| `{name}(" not in catalogue] == []

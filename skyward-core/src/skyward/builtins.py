@@ -1,5 +1,10 @@
 """Core's own hook implementations, registered through the `skyward` entry point like any plugin.
 
+Besides the built-in providers and plugin factories, core answers the folding hooks' starting
+values (`trylast`, so anything else answers first): the spec's image, the plain worker command
+and the undecorated function, which the pool's plugins then transform as hook wrappers. The
+worker registers this module too (`skyward.worker.lifecycle`).
+
 Plugin factories are imported on first call, so discovering them imports no framework.
 """
 
@@ -7,9 +12,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skyward.hookspecs import hookimpl
+from skyward.hookspecs import TaskFunction, hookimpl
+
+if TYPE_CHECKING:
+    from skyward.image import Image
+    from skyward.plugin import LaunchCommand, Plugin
+    from skyward.providers.base import ProviderConfig
 
 #: public name -> (module, factory) of the plugins that ship with core.
 BUILTIN_PLUGINS = {
@@ -34,7 +44,7 @@ def _lazy(module: str, attr: str) -> Callable[..., Any]:
 
 
 @hookimpl
-def skyward_providers() -> dict[str, Any]:
+def skyward_providers() -> dict[str, type[ProviderConfig]]:
     from skyward.providers.local import Local
     from skyward.providers.ssh import SSH
 
@@ -42,5 +52,23 @@ def skyward_providers() -> dict[str, Any]:
 
 
 @hookimpl
-def skyward_plugins() -> dict[str, Any]:
+def skyward_plugins() -> dict[str, Callable[..., Plugin]]:
     return {name: _lazy(module, attr) for name, (module, attr) in BUILTIN_PLUGINS.items()}
+
+
+@hookimpl(trylast=True)
+def skyward_image_transform(image: Image) -> Image:
+    """The image the transforms start from: the spec's own."""
+    return image
+
+
+@hookimpl(trylast=True)
+def skyward_launcher(command: LaunchCommand) -> LaunchCommand:
+    """The command the launchers start from: the plain `<python> -m skyward.worker`."""
+    return command
+
+
+@hookimpl(trylast=True)
+def skyward_decorate(fn: TaskFunction) -> TaskFunction:
+    """The function the decorators start from: the task's own."""
+    return fn

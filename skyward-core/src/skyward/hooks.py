@@ -1,155 +1,213 @@
-"""The pool's own plugin manager and a typed facade over its hooks.
+"""The pool's own plugin manager, and the adapters that make `Plugin` values hook implementations.
 
-Callers never touch `pm.hook` directly: each method here walks the implementations in the order
-the user listed the plugins, which is the order the reference promises (transforms and launchers
-fold in plugin order, bootstrap ops append in plugin order, `around_client` enters in order and
-exits in reverse).
+`PoolHooks` builds one manager per pool: the installed distributions' hook modules (core's
+`skyward.builtins` among them) and then the pool's `plugins=[...]`. Each of its methods is one
+`self.pm.hook.<name>(...)` call and the checks of what came back; the order is pluggy's, set up so
+that it is the order the user wrote (see `skyward.hookspecs`):
+
+- a plugin's collecting hooks (`PluginAdapter`) are plain implementations, registered in reverse
+  list order because pluggy calls the last registered first: they answer in plugin order;
+- a plugin's folding hooks (`PluginFolds`) are hook wrappers, registered in list order so that the
+  first plugin is the innermost: it transforms the starting value first, the next one its result.
+
+Every failure of a plugin's hook is a `PluginError` naming the plugin, raised by its adapter.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from typing import Any
+from collections.abc import Callable, Generator, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import pluggy
 import structlog
 
-from skyward import hookspecs
+from skyward import builtins, hookspecs, registry
 from skyward.bootstrap.ops import Op, as_ops
 from skyward.errors import PluginError
 from skyward.hookspecs import hookimpl
 from skyward.image import Image
 from skyward.plugin import LaunchCommand, LaunchContext, Plugin
+from skyward.worker.lifecycle import PluginContext
+
+if TYPE_CHECKING:
+    from skyward.client.pool import Pool
+    from skyward.options import Worker
+    from skyward.providers.base import Cluster, Instance, Provider
+    from skyward.spec import Spec
+
+T = TypeVar("T")
 
 
 def _plugin(name: str) -> str:
-    """The plugin's own name, from its registration name (`index:name`)."""
+    """The plugin's own name, from its registration name (`index:name`, `dist:entry point`)."""
     return name.split(":", 1)[1]
 
 
-def _named_exit(plugin: str, manager: Any, exit_: Any) -> Any:
-    """`manager`'s exit, for an ExitStack: an exception it raises of its own names the plugin."""
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
-    def leave(exc_type: Any, exc: Any, tb: Any) -> bool:
-        try:
-            return bool(exit_(manager, exc_type, exc, tb))
-        except Exception as error:
-            if error is exc:
-                raise  # the pool's own exception, passed through
-            raise PluginError(
-                f"The plugin {plugin!r} failed in around_client on leaving: {error!r}"
-            ) from error
 
-    return leave
+def _call(plugin: Plugin, hook: str, fn: Callable[..., T], *args: object) -> T:
+    """`fn(*args)`, a failure of which is a PluginError naming the plugin and the hook."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        raise PluginError(f"The plugin {plugin.name!r} failed in {hook}: {exc}") from exc
 
 
 class PluginAdapter:
-    """Registers one `Plugin` value as pluggy hook implementations."""
+    """A `Plugin`'s collecting hooks, as plain implementations (see the module docstring)."""
 
     def __init__(self, plugin: Plugin) -> None:
         self.plugin = plugin
 
     @hookimpl
-    def skyward_image_transform(self, image: Any, cluster: Any) -> Any:
-        return self.plugin.transform(image, cluster) if self.plugin.transform else None
+    def skyward_workers_per_node(self, spec: Spec) -> int | None:
+        if self.plugin.workers_per_node is None:
+            return None
+        value = _call(self.plugin, "skyward_workers_per_node", self.plugin.workers_per_node, spec)
+        if value is not None and not _is_count(value):
+            raise PluginError(
+                f"The plugin {self.plugin.name!r} asked for {value!r} workers per node; use an int >= 1"
+            )
+        return value
 
     @hookimpl
-    def skyward_bootstrap_ops(self, cluster: Any) -> Any:
-        return self.plugin.bootstrap(cluster) if self.plugin.bootstrap else None
+    def skyward_bootstrap_ops(self, cluster: Cluster) -> tuple[Op, ...] | None:
+        """The plugin's ops; a plain string becomes an Op named after the plugin."""
+        if self.plugin.bootstrap is None:
+            return None
+        result = _call(self.plugin, "skyward_bootstrap_ops", self.plugin.bootstrap, cluster)
+        if not result:
+            return None
+        values = (result,) if isinstance(result, (str, Op)) else result
+        try:
+            return as_ops(values, default_name=self.plugin.name)
+        except TypeError as exc:
+            raise PluginError(f"The plugin {self.plugin.name!r} returned a bad bootstrap op: {exc}") from exc
 
     @hookimpl
-    def skyward_launcher(self, command: LaunchCommand, context: LaunchContext) -> Any:
-        return self.plugin.launcher(command, context) if self.plugin.launcher else None
+    def skyward_around_client(self, pool: Pool, cluster: Cluster) -> PluginContext | None:
+        """The plugin's context, wrapped so that failing to enter or to leave names the plugin."""
+        if self.plugin.around_client is None:
+            return None
+        manager = _call(self.plugin, "skyward_around_client", self.plugin.around_client, pool, cluster)
+        if manager is None:
+            return None
+        if not (hasattr(type(manager), "__enter__") and hasattr(type(manager), "__exit__")):
+            raise PluginError(
+                f"The plugin {self.plugin.name!r} returned a value of type {type(manager).__name__!r} from "
+                "around_client; return a context manager (decorate the hook with "
+                "@contextlib.contextmanager and yield once)"
+            )
+        return PluginContext(self.plugin, "around_client", manager)
 
     @hookimpl
-    def skyward_around_client(self, pool: Any, cluster: Any) -> Any:
-        return self.plugin.around_client(pool, cluster) if self.plugin.around_client else None
-
-    @hookimpl
-    def skyward_workers_per_node(self, spec: Any) -> Any:
-        return self.plugin.workers_per_node(spec) if self.plugin.workers_per_node else None
-
-    @hookimpl
-    def skyward_worker_plugins(self) -> Any:
+    def skyward_worker_plugins(self) -> list[Plugin] | None:
         p = self.plugin
         return [p] if (p.decorate or p.around_app or p.around_process) else None
 
 
-class PoolHooks:
-    """One pool's hooks, in plugin order."""
+class PluginFolds:
+    """A `Plugin`'s folding hooks, as hook wrappers: each receives the value produced inside it
+    (`yield`) and returns the plugin's own, or that value unchanged (see the module docstring)."""
 
-    def __init__(self, plugins: tuple[Any, ...]) -> None:
-        self.pm = pluggy.PluginManager("skyward")
-        self.pm.add_hookspecs(hookspecs)
-        self._names: list[str] = []
+    def __init__(self, plugin: Plugin) -> None:
+        self.plugin = plugin
+
+    @hookimpl(wrapper=True)
+    def skyward_image_transform(self, cluster: Cluster) -> Generator[None, Image, Image]:
+        image = yield
+        if self.plugin.transform is None:
+            return image
+        result = _call(self.plugin, "skyward_image_transform", self.plugin.transform, image, cluster)
+        if result is not None and not isinstance(result, Image):
+            raise PluginError(
+                f"The plugin {self.plugin.name!r} returned a value of type {type(result).__name__!r} "
+                "from its image transform; return the Image it was given, or a copy "
+                "(image.with_pip(...), dataclasses.replace(image, ...))"
+            )
+        return image if result is None else result
+
+    @hookimpl(wrapper=True)
+    def skyward_launcher(self, context: LaunchContext) -> Generator[None, LaunchCommand, LaunchCommand]:
+        command = yield
+        if self.plugin.launcher is None:
+            return command
+        result = _call(self.plugin, "skyward_launcher", self.plugin.launcher, command, context)
+        if result is not None and not isinstance(result, LaunchCommand):
+            raise PluginError(
+                f"The plugin {self.plugin.name!r} returned a value of type {type(result).__name__!r} "
+                "from its launcher; return a LaunchCommand "
+                "(LaunchCommand(launcher, command.entrypoint, command.args))"
+            )
+        return command if result is None else result
+
+
+class PoolHooks:
+    """One pool's hooks, answered in plugin order."""
+
+    def __init__(self, plugins: Sequence[Plugin]) -> None:
         for index, plugin in enumerate(plugins):
             if not isinstance(plugin, Plugin):
                 raise PluginError(
-                    f"plugins[{index}] is a {type(plugin).__name__}, not a sky.plugins.Plugin; build one with "
-                    "Plugin.create(name).with_...() or a factory such as sky.plugins.joblib()"
+                    f"plugins[{index}] is a {type(plugin).__name__}, not a sky.plugins.Plugin; build one "
+                    "with Plugin.create(name).with_...() or a factory such as sky.plugins.joblib()"
                 )
-            name = f"{index}:{plugin.name}"
-            self.pm.register(PluginAdapter(plugin), name=name)
-            self._names.append(name)
-        self.pm.check_pending()
+        self.plugins: tuple[Plugin, ...] = tuple(plugins)
+
+    @functools.cached_property
+    def pm(self) -> pluggy.PluginManager:
+        """The manager, built on first use: discovering the installed distributions is deferred
+        until a hook is called (a pool that never starts discovers nothing)."""
+        pm = pluggy.PluginManager("skyward")
+        pm.add_hookspecs(hookspecs)
+        for name, module in registry.hook_modules():
+            pm.register(module, name=name)
+        if not pm.is_registered(builtins):  # core's starting values, whatever the entry points say
+            pm.register(builtins, name=f"{registry.CORE_DISTRIBUTION}:core")
+        for index, plugin in enumerate(self.plugins):
+            if plugin.transform or plugin.launcher:
+                pm.register(PluginFolds(plugin), name=f"{index}:{plugin.name}:folds")
+        for index in reversed(range(len(self.plugins))):
+            pm.register(PluginAdapter(self.plugins[index]), name=f"{index}:{self.plugins[index].name}")
         if os.environ.get("SKYWARD_TRACE_PLUGINS"):
-            self.pm.trace.root.setwriter(lambda text: structlog.get_logger().info("skyward.plugin_trace", text=text))
-            self.pm.enable_tracing()
+            log = structlog.get_logger()
+            pm.trace.root.setwriter(lambda text: log.info("skyward.plugin_trace", text=text))
+            pm.enable_tracing()
+        return pm
 
-    def _in_order(self, hook_name: str) -> list[tuple[str, Any]]:
-        caller = getattr(self.pm.hook, hook_name)
-        impls = {impl.plugin_name: impl for impl in caller.get_hookimpls()}
-        return [(name, impls[name].function) for name in self._names if name in impls]
+    def transform_image(self, image: Image, cluster: Cluster | None) -> Image:
+        """The spec's image folded through every transform (the first plugin's first)."""
+        result = self.pm.hook.skyward_image_transform(image=image, cluster=cluster)
+        if not isinstance(result, Image):
+            raise PluginError(f"skyward_image_transform answered {type(result).__name__!r}, not an Image")
+        return result
 
-    def _call(self, name: str, hook: Any, **kwargs: Any) -> Any:
-        try:
-            return hook(**kwargs)
-        except Exception as exc:
-            raise PluginError(f"The plugin {_plugin(name)!r} failed in {hook.__name__}: {exc}") from exc
-
-    def transform_image(self, image: Any, cluster: Any) -> Any:
-        for name, hook in self._in_order("skyward_image_transform"):
-            result = self._call(name, hook, image=image, cluster=cluster)
-            if result is not None:
-                if not isinstance(result, Image):
-                    raise PluginError(
-                        f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} "
-                        "from its image transform; return the Image it was given, or a copy "
-                        "(image.with_pip(...), dataclasses.replace(image, ...))"
-                    )
-                image = result
-        return image
-
-    def bootstrap_ops(self, cluster: Any) -> tuple[Op, ...]:
-        """Each plugin's ops in plugin order; a plain string becomes an Op named after its plugin."""
+    def bootstrap_ops(self, cluster: Cluster | None) -> tuple[Op, ...]:
+        """Every implementation's ops, in call order (the pool's plugins in plugin order)."""
         ops: list[Op] = []
-        for name, hook in self._in_order("skyward_bootstrap_ops"):
-            result = self._call(name, hook, cluster=cluster)
-            if not result:
-                continue
-            values = (result,) if isinstance(result, (str, Op)) else result
+        for answer in self.pm.hook.skyward_bootstrap_ops(cluster=cluster):
+            values = (answer,) if isinstance(answer, (str, Op)) else answer
             try:
-                ops.extend(as_ops(values, default_name=_plugin(name)))
+                ops.extend(as_ops(values, default_name="bootstrap"))
             except TypeError as exc:
-                raise PluginError(f"The plugin {_plugin(name)!r} returned a bad bootstrap op: {exc}") from exc
+                raise PluginError(f"skyward_bootstrap_ops answered a bad bootstrap op: {exc}") from exc
         return tuple(ops)
 
     def launch_command(self, command: LaunchCommand, context: LaunchContext) -> LaunchCommand:
-        for name, hook in self._in_order("skyward_launcher"):
-            result = self._call(name, hook, command=command, context=context)
-            if result is not None:
-                if not isinstance(result, LaunchCommand):
-                    raise PluginError(
-                        f"The plugin {_plugin(name)!r} returned a value of type {type(result).__name__!r} "
-                        "from its launcher; return a LaunchCommand "
-                        "(LaunchCommand(launcher, command.entrypoint, command.args))"
-                    )
-                command = result
-        return command
+        """`command` folded through every launcher (the first plugin's wraps it first)."""
+        result = self.pm.hook.skyward_launcher(command=command, context=context)
+        if not isinstance(result, LaunchCommand):
+            raise PluginError(f"skyward_launcher answered {type(result).__name__!r}, not a LaunchCommand")
+        return result
 
     def worker_launch(
-        self, provider: Any, cluster: Any, *, index: int, total: int, instance: Any, head: Any, worker: Any
+        self, provider: Provider, cluster: Cluster, *, index: int, total: int, instance: Instance,
+        head: Instance, worker: Worker,
     ) -> LaunchCommand:
         """Node `index`'s worker command, folded through every plugin's launcher in plugin order.
 
@@ -164,46 +222,38 @@ class PoolHooks:
         )
         return self.launch_command(LaunchCommand.worker(context.python_bin), context)
 
-    def enter_clients(self, stack: contextlib.ExitStack, pool: Any, cluster: Any) -> None:
-        """Enter each plugin's `around_client` in order; the stack leaves them in reverse. A failure
-        on entering or on leaving is a PluginError naming the plugin."""
-        for name, hook in self._in_order("skyward_around_client"):
-            manager = self._call(name, hook, pool=pool, cluster=cluster)
-            if manager is None:
-                continue
-            plugin = _plugin(name)
-            if not (hasattr(type(manager), "__enter__") and hasattr(type(manager), "__exit__")):
-                raise PluginError(
-                    f"The plugin {plugin!r} returned a value of type {type(manager).__name__!r} from "
-                    "around_client; return a context manager (decorate the hook with "
-                    "@contextlib.contextmanager and yield once)"
-                )
-            try:
-                exit_ = type(manager).__exit__
-                type(manager).__enter__(manager)
-            except Exception as exc:
-                raise PluginError(
-                    f"The plugin {plugin!r} failed in around_client on entering: {exc!r}"
-                ) from exc
-            stack.push(_named_exit(plugin, manager, exit_))
+    def enter_clients(self, stack: contextlib.ExitStack, pool: Pool, cluster: Cluster) -> None:
+        """Enter each `around_client` context in call order; the stack leaves them in reverse. A
+        plugin's context that fails on entering or on leaving is a PluginError naming it."""
+        for manager in self.pm.hook.skyward_around_client(pool=pool, cluster=cluster):
+            stack.enter_context(manager)
 
-    def workers_per_node(self, spec: Any) -> int:
-        asked: dict[str, int] = {}
-        for name, hook in self._in_order("skyward_workers_per_node"):
-            value = self._call(name, hook, spec=spec)
-            if value is not None:
-                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                    raise PluginError(f"The plugin {name.split(':', 1)[1]!r} asked for {value!r} workers per node; use an int >= 1")
-                asked[name.split(":", 1)[1]] = value
-        counts = {v for v in asked.values() if v > 1}
+    def workers_per_node(self, spec: Spec) -> int:
+        """The one count above 1 that implementations asked for, or 1; two different ones are refused."""
+        asked = self.pm.hook.skyward_workers_per_node(spec=spec)
+        odd = [value for value in asked if not _is_count(value)]
+        if odd:
+            raise PluginError(
+                f"skyward_workers_per_node asked for {odd[0]!r} workers per node; use an int >= 1"
+            )
+        counts = {value for value in asked if value > 1}
         if len(counts) > 1:
-            raise PluginError(f"Plugins disagree on workers per node: {asked}; keep one of them")
+            raise PluginError(
+                f"Plugins disagree on workers per node: {self._asked_by(spec)}; keep one of them"
+            )
         return counts.pop() if counts else 1
 
+    def _asked_by(self, spec: Spec) -> dict[str, int]:
+        """Who asked for how many workers per node, in call order: for the message that refuses them."""
+        asked: dict[str, int] = {}
+        for name, call in reversed(registry.callers(self.pm, "skyward_workers_per_node")):
+            for value in call(spec=spec):
+                asked[_plugin(name)] = value
+        return asked
+
     def worker_plugins(self) -> tuple[Plugin, ...]:
+        """The plugins whose worker hooks ship to every worker, in call order (plugin order)."""
         found: list[Plugin] = []
-        for name, hook in self._in_order("skyward_worker_plugins"):
-            result = self._call(name, hook)
-            if result:
-                found.extend(result)
+        for answer in self.pm.hook.skyward_worker_plugins():
+            found.extend(answer)
         return tuple(found)

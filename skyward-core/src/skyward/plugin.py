@@ -2,27 +2,44 @@
 
 A plugin is data, not a class hierarchy: each field is an optional callable, and the `with_*`
 builders return new instances so a plugin factory can chain them. The pool turns each plugin in
-`plugins=[...]` into hook implementations registered on its own plugin manager (see
-`skyward.hookspecs`), which is where the ordering rules live.
+`plugins=[...]` into hook implementations of the hook catalogue (`skyward.hookspecs`), registered
+on its own plugin manager (`skyward.hooks`), and each worker does the same with the plugins it is
+shipped (`skyward.worker.lifecycle`): the ordering rules live there.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
 
 from skyward.dataclass_view import dataclass_view
 
-ImageTransform = Callable[[Any, Any], Any]
-BootstrapFactory = Callable[[Any], Any]
+if TYPE_CHECKING:  # the hooks' argument types; this module is imported by every worker
+    from skyward.bootstrap.ops import Op
+    from skyward.client.pool import Pool
+    from skyward.image import Image
+    from skyward.instance import InstanceInfo
+    from skyward.providers.base import Cluster
+    from skyward.spec import Spec
+
+#: `transform`: the image so far and the pool's cluster -> the next image (None keeps it).
+ImageTransform = Callable[["Image", "Cluster"], "Image | None"]
+#: `bootstrap`: the cluster -> shell ops every node runs (a plain string is an op named after the plugin).
+BootstrapFactory = Callable[["Cluster"], "Sequence[Op | str] | Op | str | None"]
+#: `decorate`: the task function -> the function each task calls (arguments and result are the task's).
 TaskDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
-AppLifecycle = Callable[[Any], AbstractContextManager[None]]
-ProcessLifecycle = Callable[[Any], AbstractContextManager[None]]
-ClientLifecycle = Callable[[Any, Any], AbstractContextManager[None]]
+#: `around_app`: the worker's place in the pool -> a context held for the worker process's life.
+AppLifecycle = Callable[["InstanceInfo"], AbstractContextManager[None]]
+#: `around_process`: likewise, for one executor subprocess.
+ProcessLifecycle = Callable[["InstanceInfo"], AbstractContextManager[None]]
+#: `around_client`: the pool and its cluster -> a context held on the client while the pool is up.
+ClientLifecycle = Callable[["Pool", "Cluster"], AbstractContextManager[None]]
+#: `workers_per_node`: the pool's spec -> worker processes per node (None means one).
+WorkersPerNode = Callable[["Spec"], "int | None"]
 
 
 @dataclass_view
@@ -59,6 +76,10 @@ class LaunchContext:
     executor: str
 
 
+#: `launcher`: the command so far and this node's context -> the next command (None keeps it).
+Launcher = Callable[[LaunchCommand, LaunchContext], "LaunchCommand | None"]
+
+
 class AccelerateConfig(TypedDict, total=False):
     """Accelerate config in the shape of the YAML written by `accelerate config`."""
 
@@ -87,9 +108,9 @@ class Plugin:
     around_app: AppLifecycle | None = None
     around_process: ProcessLifecycle | None = None
     around_client: ClientLifecycle | None = None
-    launcher: Callable[[LaunchCommand, LaunchContext], LaunchCommand] | None = None
+    launcher: Launcher | None = None
     #: Spec -> worker processes per node (MIG runs one per GPU instance); None means one.
-    workers_per_node: Callable[[Any], int] | None = None
+    workers_per_node: WorkersPerNode | None = None
 
     @staticmethod
     def create(name: str) -> Plugin:
@@ -113,10 +134,10 @@ class Plugin:
     def with_around_client(self, around: ClientLifecycle) -> Plugin:
         return attrs.evolve(self, around_client=around)
 
-    def with_launcher(self, launcher: Callable[[LaunchCommand, LaunchContext], LaunchCommand]) -> Plugin:
+    def with_launcher(self, launcher: Launcher) -> Plugin:
         return attrs.evolve(self, launcher=launcher)
 
-    def with_workers_per_node(self, workers: Callable[[Any], int]) -> Plugin:
+    def with_workers_per_node(self, workers: WorkersPerNode) -> Plugin:
         """Run `workers(spec)` worker processes on every node instead of one."""
         return attrs.evolve(self, workers_per_node=workers)
 

@@ -11,13 +11,17 @@ import functools
 import importlib.metadata
 import os
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from skyward import hookspecs
 from skyward.errors import MissingPackageError
+
+if TYPE_CHECKING:
+    from skyward.plugin import Plugin
+    from skyward.providers.base import ProviderConfig
 
 ENTRY_POINT_GROUP = "skyward"
 CORE_DISTRIBUTION = "skyward-core"
@@ -59,6 +63,8 @@ def plugin_manager() -> pluggy.PluginManager:
         try:
             pm.register(module, name=name)
         except Exception as exc:  # noqa: BLE001 - a hook whose signature no spec has
+            if pm.has_plugin(name):  # pluggy keeps what it registered before the failing hook
+                pm.unregister(name=name)
             _report_broken(name, f"does not match Skyward's hooks ({exc})")
     _drop_unknown_hooks(pm)
     return pm
@@ -92,48 +98,74 @@ def _report_broken(name: str, why: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
+def callers(pm: pluggy.PluginManager, hook_name: str) -> list[tuple[str, Callable[..., Any]]]:
+    """`(name, caller)` for each plugin on `pm` that implements `hook_name`, in registration order,
+    the caller calling that plugin alone (through pluggy, tracing and all): for when one plugin's
+    answer must be told from another's, as a failure that must not hide the others'."""
+    registered = [(name, plugin) for name, plugin in pm.list_name_plugin() if plugin is not None]
+    return [
+        (name, pm.subset_hook_caller(hook_name, remove_plugins=[p for _, p in registered if p is not plugin]))
+        for name, plugin in registered
+        if any(caller.name == hook_name for caller in pm.get_hookcallers(plugin) or ())
+    ]
+
+
 def _collect(pm: pluggy.PluginManager, hook_name: str) -> dict[str, Any]:
-    """Call each implementation on its own, so one that raises is reported without hiding the rest."""
+    """Each distribution's answer on its own, so one that raises is reported without hiding the rest."""
     found: dict[str, Any] = {}
-    for impl in getattr(pm.hook, hook_name).get_hookimpls():
+    for name, call in callers(pm, hook_name):
         try:
-            result = impl.function()
+            answers = call()
         except Exception as exc:  # noqa: BLE001 - reported, then skipped
-            _report_broken(impl.plugin_name, f"raised in {hook_name} ({type(exc).__name__}: {exc})")
+            _report_broken(name, f"raised in {hook_name} ({type(exc).__name__}: {exc})")
             continue
-        if not result:
-            continue
-        if not isinstance(result, Mapping) or not all(isinstance(key, str) for key in result):
-            _report_broken(
-                impl.plugin_name,
-                f"returned {type(result).__name__} from {hook_name}, "
-                "where a dict of public names is expected",
-            )
-            continue
-        found.update(result)
+        for result in answers:
+            if not result:
+                continue
+            if not isinstance(result, Mapping) or not all(isinstance(key, str) for key in result):
+                _report_broken(
+                    name,
+                    f"returned {type(result).__name__} from {hook_name}, "
+                    "where a dict of public names is expected",
+                )
+                continue
+            found.update(result)
     return found
 
 
 @functools.lru_cache(maxsize=1)
-def _catalog() -> tuple[dict[str, Any], dict[str, Any]]:
-    pm = plugin_manager()
+def _loaded() -> pluggy.PluginManager:
+    """The installed distributions, loaded once per process."""
+    return plugin_manager()
+
+
+def hook_modules() -> list[tuple[str, object]]:
+    """`(name, module)` of every distribution loaded (core's among them), in registration order:
+    each pool's own manager registers these before the pool's plugins."""
+    return [(name, module) for name, module in _loaded().list_name_plugin() if module is not None]
+
+
+@functools.lru_cache(maxsize=1)
+def _catalog() -> tuple[dict[str, type[ProviderConfig]], dict[str, Callable[..., Plugin]]]:
+    pm = _loaded()
     return _collect(pm, "skyward_providers"), _collect(pm, "skyward_plugins")
 
 
 def refresh() -> None:
     """Forget what was discovered (after installing a distribution in this process)."""
+    _loaded.cache_clear()
     _catalog.cache_clear()
 
 
-def providers() -> dict[str, Any]:
+def providers() -> dict[str, type[ProviderConfig]]:
     return dict(_catalog()[0])
 
 
-def plugins() -> dict[str, Any]:
+def plugins() -> dict[str, Callable[..., Plugin]]:
     return dict(_catalog()[1])
 
 
-def provider_class(name: str) -> Any:
+def provider_class(name: str) -> type[ProviderConfig]:
     """Resolve `AWS`, `aws` or `Local` to the provider config class."""
     found = providers()
     for public, cls in found.items():
@@ -149,12 +181,12 @@ def provider_class(name: str) -> Any:
     )
 
 
-def provider_config(name: str, **kwargs: Any) -> Any:
+def provider_config(name: str, **kwargs: Any) -> ProviderConfig:
     """The config object for a provider named in text (`skyward.toml`, `Spec(provider="aws")`)."""
     return provider_class(name)(**kwargs)
 
 
-def plugin_factory(name: str) -> Any:
+def plugin_factory(name: str) -> Callable[..., Plugin]:
     found = plugins()
     if name in found:
         return found[name]

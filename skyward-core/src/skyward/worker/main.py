@@ -29,7 +29,7 @@ from skyward.transport import lane
 from skyward.wire import Frame, Kind, Undecodable, encode
 from skyward.worker.capture import OutputPump
 from skyward.worker.channel import WorkerChannel
-from skyward.worker.lifecycle import AppLifecycle, decorate
+from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
 from skyward.worker.processes import FN_CACHE_SIZE, ProcessSlots, TaskCancelled
 from skyward.worker.streams import InputStream, OutputCredits
 from skyward.worker.threads import STOP, Job, TaskThreads
@@ -68,7 +68,8 @@ class Worker:
         #: This worker's place in the pool: the handshake's, then each INFO's (a resize).
         self.info = hello.info
         self.plugins = tuple(hello.plugins)
-        self.app = AppLifecycle(self.plugins, hello.info)
+        self.hooks = WorkerHooks(self.plugins)
+        self.app = AppLifecycle(self.hooks, hello.info)
         self.threads = TaskThreads(hello.concurrency, channel.frames(), self.handle, on_pause=self.flush_held)
         # Outcomes of tasks the reader ran back to back, sent together when it has nothing left to
         # read (or when a task runs long): one write and one client wake-up for a burst of tasks.
@@ -186,7 +187,7 @@ class Worker:
                 self.fn_cache.move_to_end(msg.fn_key)
                 return cached
         fn = cloudpickle.loads(self.function_bytes(msg))
-        cached = (fn, decorate(fn, self.plugins))
+        cached = (fn, self.hooks.decorate(fn))
         with self.fn_lock:
             self.fn_cache[msg.fn_key] = cached
             while len(self.fn_cache) > FN_CACHE_SIZE:

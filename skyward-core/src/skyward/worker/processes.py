@@ -178,14 +178,15 @@ def _died(slot: _Slot) -> TaskProcessError:
 
 def _child_main(conn: Any, init_bytes: bytes) -> None:
     from skyward import runtime, tracebacks
-    from skyward.worker.lifecycle import AppLifecycle, decorate
+    from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
 
     env, info, plugins, sys_path, include_sources = cloudpickle.loads(init_bytes)
     os.environ.update(env)
     sys.path[:0] = [p for p in sys_path if p not in sys.path]
     tracebacks.set_include_sources(os.environ.get("SKYWARD_WORKDIR"), include_sources)
     runtime.set_instance_info(info)
-    lifecycle = AppLifecycle(plugins, info, hook="around_process")
+    hooks = WorkerHooks(plugins)
+    lifecycle = AppLifecycle(hooks, info, hook="around_process")
     functions: dict[bytes, Any] = {}  # function key -> the function in the plugins' decorators
     try:
         while True:
@@ -202,7 +203,7 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
                 if call is None:
                     if len(functions) >= FN_CACHE_SIZE:
                         functions.clear()
-                    call = functions[fn_key] = decorate(cloudpickle.loads(fn_bytes), plugins)
+                    call = functions[fn_key] = hooks.decorate(cloudpickle.loads(fn_bytes))
                 result = call(*args, **kwargs)
                 reply = (True, result)
             except BaseException as exc:  # noqa: BLE001 - reported to the client
