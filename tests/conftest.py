@@ -6,7 +6,12 @@ shipped by value, as a user's script is: a `@sky.function` defined in a test tra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import site
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import cloudpickle
 import pytest
@@ -18,3 +23,30 @@ def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]
     cloudpickle.register_pickle_by_value(module)
     yield
     cloudpickle.unregister_pickle_by_value(module)
+
+
+def make_venv_seeing_this_python(path: Path) -> Path:
+    """A new venv at `path` that sees every package this interpreter sees; returns its python.
+
+    `python -m venv --system-site-packages` shows the *base* interpreter's packages: when the suite
+    runs in a venv, that leaves out the venv's own (the test requirements, the editable checkout).
+    A .pth file in the new venv adds them as site dirs, after the new venv's own site-packages, so
+    what a test installs into the new venv wins over what it sees.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(path)], check=True)
+    python = path / "bin" / "python"
+    if sys.prefix != sys.base_prefix:
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()
+        mine = [d for d in site.getsitepackages([sys.prefix]) if os.path.isdir(d)]
+        lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in mine)
+        (Path(purelib) / "_this_python.pth").write_text(lines)
+    return python
+
+
+@pytest.fixture(scope="session")
+def venv_seeing_this_python() -> Callable[[Path], Path]:
+    """`make_venv_seeing_this_python`, for tests that install into a venv of their own."""
+    return make_venv_seeing_this_python

@@ -158,6 +158,19 @@ def aws_provider(
     return sky.AWS(**kwargs)
 
 
+def offered_gpu(ec2: Any) -> tuple[str, set[str]]:
+    """A GPU the region's current generation offers (the smallest such type's), and every type that
+    carries it, as moto reports them: which families are current differs between moto releases
+    (5.2.5 marks g5 previous generation), so a test that needs a card on offer asks for one."""
+    pages = ec2.get_paginator("describe_instance_types").paginate(
+        Filters=[{"Name": "current-generation", "Values": ["true"]}]
+    )
+    rows = [row for page in pages for row in page["InstanceTypes"] if (row.get("GpuInfo") or {}).get("Gpus")]
+    smallest = min(rows, key=lambda row: (row["VCpuInfo"]["DefaultVCpus"], row["InstanceType"]))
+    card = smallest["GpuInfo"]["Gpus"][0]["Name"]
+    return card, {row["InstanceType"] for row in rows if row["GpuInfo"]["Gpus"][0]["Name"] == card}
+
+
 def tagged(ec2: Any, pool: str) -> dict[str, list[str]]:
     """What moto still holds of a pool: live instances, key pairs, security groups (by tag)."""
     tag = [{"Name": "tag:skyward:pool", "Values": [pool]}]

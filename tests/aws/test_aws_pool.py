@@ -7,12 +7,13 @@ pair and security group it made.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import asyncssh
 import pytest
-from aws_cloud import FaultProxy, Machines, Network, aws_provider, machine_keys, tagged
+from aws_cloud import FaultProxy, Machines, Network, aws_provider, machine_keys, offered_gpu, tagged
 
 import skyward as sky
 from skyward.errors import CapacityError, ConfigurationError, HostKeyError, ProvisionError
@@ -111,9 +112,15 @@ def test_an_impossible_accelerator_fails_before_anything_is_created(
         "keys": len(ec2.describe_key_pairs()["KeyPairs"]),
         "groups": len(ec2.describe_security_groups()["SecurityGroups"]),
     }
-    compute = quiet_pool(aws_provider(faults, network), nodes=1, accelerator=sky.accelerators.A10G(count=64))
-    with pytest.raises(ProvisionError, match=r"no instance type .* 64x A10G.*closest are: g5\."), compute:
+    card, carrying = offered_gpu(ec2)
+    impossible = sky.accelerators.Custom(card, count=64)
+    compute = quiet_pool(aws_provider(faults, network), nodes=1, accelerator=impossible)
+    refused = rf"no instance type .* 64x {re.escape(card)}"
+    with pytest.raises(ProvisionError, match=refused) as raised, compute:
         pass
+    closest = str(raised.value).split("the closest are: ", 1)[1].split(". Change", 1)[0]
+    named = {entry.split(" ", 1)[0] for entry in closest.split("; ")}
+    assert named and named <= carrying, closest
     assert faults.launches == []
     assert len(ec2.describe_key_pairs()["KeyPairs"]) == before["keys"]
     assert len(ec2.describe_security_groups()["SecurityGroups"]) == before["groups"]

@@ -75,9 +75,12 @@ def setup_for(
 
 
 def bootstrap(
-    setup: NodeSetup, workdir: Path, *, runner: CommandRunner | None = None, node: int = 0
+    setup: NodeSetup, workdir: Path, *, runner: CommandRunner | None = None, node: int = 0,
+    python: str | None = None, system_site_packages: bool = False,
 ) -> Script:
-    """Run `prepare_node` for real on this machine (blocking)."""
-    return asyncio.run(
-        prepare_node(runner or LocalRunner(), setup, node=node, workdir=str(workdir), python=None)
-    )
+    """Run `prepare_node` for real on this machine (blocking); `python` and `system_site_packages`
+    as a provider's `bootstrap_args` pass them (`SSH(python=...)` gives both)."""
+    return asyncio.run(prepare_node(
+        runner or LocalRunner(), setup, node=node, workdir=str(workdir), python=python,
+        system_site_packages=system_site_packages,
+    ))

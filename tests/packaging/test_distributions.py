@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,22 +35,24 @@ def test_distribution_builds_a_wheel_with_its_entry_point(name: str, tmp_path: P
 def test_importing_skyward_imports_no_framework_or_cloud_sdk() -> None:
     code = (
         "import sys, skyward as sky; "
-        "heavy = [m for m in ('torch', 'jax', 'boto3', 'sklearn', 'vastai', 'asyncssh', 'numpy') if m in sys.modules]; "
+        "heavy = [m for m in ('torch', 'jax', 'boto3', 'sklearn', 'vastai', 'asyncssh', 'numpy') "
+        "if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == ""
 
 
-def test_core_wheel_installs_alone_into_a_fresh_venv(tmp_path: Path) -> None:
+def test_core_wheel_installs_alone_into_a_fresh_venv(
+    tmp_path: Path, venv_seeing_this_python: Callable[[Path], Path]
+) -> None:
     """`pip install skyward-core` gives a working `import skyward as sky`, with nothing else."""
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
          "--wheel-dir", str(tmp_path / "wheels"), str(ROOT / "skyward-core")],
         check=True,
     )
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")], check=True)
-    python = tmp_path / "venv" / "bin" / "python"
+    python = venv_seeing_this_python(tmp_path / "venv")  # its dependencies, without a download
     (wheel,) = (tmp_path / "wheels").glob("*.whl")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], check=True)
     code = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def venv(tmp_path_factory: pytest.TempPathFactory, venv_seeing_this_python: Callable[[Path], Path]) -> Path:
     """A venv that sees this checkout's Skyward plus the two fixture distributions, built as wheels."""
     root = tmp_path_factory.mktemp("thirdparty")
     wheels = root / "wheels"
@@ -23,9 +24,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
              "--wheel-dir", str(wheels), str(FIXTURES / name)],
             check=True,
         )
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(root / "venv")], check=True)
-    python = root / "venv" / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", *map(str, wheels.glob("*.whl"))], check=True)
+    python = venv_seeing_this_python(root / "venv")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", *map(str, wheels.glob("*.whl"))],
+        check=True,
+    )
     return python
 
 
@@ -60,7 +63,8 @@ def test_broken_distribution_is_named_in_a_warning_and_other_pools_still_run(ven
 
 
 def test_missing_name_error_mentions_the_broken_distribution(venv: Path) -> None:
-    result = run(venv, "import skyward as sky\ntry:\n    sky.plugins.nothing\nexcept AttributeError as e:\n    print(e)")
+    code = "import skyward as sky\ntry:\n    sky.plugins.nothing\nexcept AttributeError as e:\n    print(e)"
+    result = run(venv, code)
     assert "No plugin named 'nothing'" in result.stdout
     assert "shout" in result.stdout
     assert "skyward-broken:broken" in result.stdout

@@ -4,7 +4,7 @@ Nothing is installed here: `sshd` (Debian's openssh-server) must be present; scr
 installs it, and its absence fails the tests loudly. The servers, their keys and homes live in a
 temporary folder and are stopped when the session ends (see ssh_hosts.py). Pools use
 `SSH(python=sys.executable)`: node venvs are built from this interpreter, with its site-packages
-visible, so a bootstrap takes seconds.
+visible (a venv's as well as a system interpreter's), so a bootstrap takes seconds.
 
 Test modules are not importable on a worker: tests/conftest.py ships each one by value, like a script.
 """

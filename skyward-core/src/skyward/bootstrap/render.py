@@ -259,10 +259,42 @@ def _venv_phase(python_spec: str, system_site_packages: bool = False) -> str:
         '  rm -rf "$V"\n'
         + _indent(_run(f'"$W/bin/uv" venv{flag} --python {shlex.quote(python_spec)} "$V"',
                        f"uv venv{flag} --python {python_spec} $W/venv"))
+        + (_indent(_host_venv_site(python_spec)) if system_site_packages else "")
         + f'  printf "%s\\n" {spec} > "$V/.skyward-python"\n'
         "fi\n"
     )
     return _phase("venv", lines)
+
+
+#: Run by the named interpreter with the path of a .pth file in the node venv (one line: the script
+#: indents it): when that interpreter is a virtual environment's, the file makes the node venv load
+#: its site-packages as site dirs, so their own .pth files (editable installs...) apply too.
+_HOST_SITE_PTH = (
+    "import os, pathlib, site, sys; "
+    "dirs = [d for d in site.getsitepackages([sys.prefix]) if os.path.isdir(d)] "
+    "if sys.prefix != sys.base_prefix else []; "
+    'dirs and pathlib.Path(sys.argv[1]).write_text("".join('
+    'f"import site; site.addsitedir({d!r})\\n" for d in dirs))'
+)
+
+
+def _host_venv_site(python_spec: str) -> str:
+    """Lines that let the node venv see the packages of a named interpreter that is itself a venv's.
+
+    uv builds the node venv on the base interpreter of `/opt/venv/bin/python`, so
+    `--system-site-packages` shows the base's packages, not the ones installed in /opt/venv (an
+    AMI's or image's venv with its CUDA torch). A .pth file in the node venv adds them, after the
+    node venv's own site-packages: `Image.pip` still installs on top. Nothing is written for a
+    system interpreter, or a version uv finds (`"3.12"`): `--system-site-packages` covers those.
+    """
+    py = shlex.quote(python_spec)
+    purelib = '"$V/bin/python" -c \'import sysconfig; print(sysconfig.get_path("purelib"))\''
+    return (
+        f"if command -v {py} >/dev/null 2>&1; then\n"
+        f'  __sky_cmd {shlex.quote(f"add the site-packages of {python_spec} to $W/venv if it is a venv")}\n'
+        f'  {py} -c {shlex.quote(_HOST_SITE_PTH)} "$({purelib})/_skyward_host_venv.pth"\n'
+        "fi\n"
+    )
 
 
 def _apt_phase(packages: tuple[str, ...]) -> str:
