@@ -14,21 +14,33 @@ from skyward_aws.catalog import InstanceType, Want, catalog, choose, closest, sa
 from skyward_aws.pricing import parse_on_demand
 
 #: The family the A10G tests choose among. moto's copy of AWS's data marks it current generation in
-#: some releases and previous generation in others (5.2.5), and the catalog keeps only the current
-#: generation: so the tests read its rows by family, whatever generation they carry.
+#: some releases and previous generation in others (5.2.5); the catalog keeps both, so the choice
+#: does not depend on which.
 A10G_FAMILY = "g5"
 
 
 @pytest.fixture(scope="module")
 def types(proxy: FaultProxy) -> tuple[InstanceType, ...]:
-    """The region's catalog as the provider reads it, with the g5 family in it."""
+    """The region's catalog as the provider reads it (the g5 family is in it)."""
     ec2 = boto3.client("ec2", endpoint_url=proxy.url, region_name="us-east-1")
-    current = catalog(ec2, "us-east-1", proxy.url)  # the provider's cache: pools reuse it
-    rows = [row for page in ec2.get_paginator("describe_instance_types").paginate()
-            for row in page["InstanceTypes"] if row["InstanceType"].split(".")[0] == A10G_FAMILY]
-    assert rows, f"moto's catalog has no {A10G_FAMILY} types"
-    named = {kind.name: kind for kind in map(InstanceType.from_api, rows)}
-    return tuple(kind for kind in current if kind.name not in named) + tuple(named.values())
+    found = catalog(ec2, "us-east-1", proxy.url)  # the provider's cache: pools reuse it
+    assert any(kind.family == A10G_FAMILY for kind in found), f"moto's catalog has no {A10G_FAMILY} types"
+    return found
+
+
+def test_a_previous_generation_type_is_chosen_when_it_is_the_only_one_with_the_card() -> None:
+    g5 = InstanceType(name="g5.xlarge", vcpus=4, memory_gb=16, architectures=("x86_64",),
+                      accelerator="A10G", accelerator_count=1, current_generation=False)
+    g6 = InstanceType(name="g6.xlarge", vcpus=4, memory_gb=16, architectures=("x86_64",),
+                      accelerator="L4", accelerator_count=1)
+    assert choose([g6, g5], Want(accelerator="A10G", count=1)) == [g5]
+
+
+def test_a_current_generation_type_wins_over_a_previous_one_that_fits_as_well() -> None:
+    old = InstanceType(name="m4.large", vcpus=2, memory_gb=8, architectures=("x86_64",),
+                       current_generation=False)
+    new = InstanceType(name="m7i.xlarge", vcpus=4, memory_gb=16, architectures=("x86_64",))
+    assert choose([old, new], Want(vcpus=2, memory_gb=4))[0] == new
 
 
 def best(types: tuple[InstanceType, ...], **spec: Any) -> InstanceType:

@@ -9,7 +9,9 @@ A type fits when it has the accelerator asked for (by name, at least `count` of 
 `vcpus` and `memory_gb`, the architecture, and the purchase option (spot or on-demand). Among those
 the smallest wins: fewest accelerators, then fewest CPUs, then least memory; x86_64 before arm64
 when the spec does not say (most wheels exist for it), plain families (`m7i`) before variants
-(`m7i-flex`, `m5dn`), newer generations first. Memory per accelerator is a preference, not a
+(`m7i-flex`, `m5dn`), newer generations first. Types AWS lists as previous generation are kept, but
+rank after every current one: AWS still sells them, and for some cards (the A10G of g5) a previous
+generation family is the only one there is. Memory per accelerator is a preference, not a
 filter: the catalog's default size for a card (A100 means 80GB) would otherwise hide the type AWS
 sells most of (p4d, 40GB).
 """
@@ -51,6 +53,7 @@ class InstanceType:
     usage_classes: tuple[str, ...] = ("on-demand", "spot")
     bare_metal: bool = False
     burstable: bool = False
+    current_generation: bool = True
 
     @property
     def family(self) -> str:
@@ -85,6 +88,7 @@ class InstanceType:
             usage_classes=tuple(row.get("SupportedUsageClasses") or ("on-demand",)),
             bare_metal=bool(row.get("BareMetal", False)),
             burstable=bool(row.get("BurstablePerformanceSupported", False)),
+            current_generation=bool(row.get("CurrentGeneration", True)),
         )
 
     def describe(self) -> str:
@@ -164,7 +168,7 @@ def rank(kind: InstanceType, want: Want) -> tuple[Any, ...]:
         want.accelerator_memory_gb and kind.accelerator_memory_gb < want.accelerator_memory_gb * 0.9
     )
     return (
-        memory_short, kind.accelerator_count, kind.vcpus, kind.memory_gb,
+        memory_short, not kind.current_generation, kind.accelerator_count, kind.vcpus, kind.memory_gb,
         want.architecture is None and kind.architecture != "x86_64", kind.burstable,
         len(variant), -generation, kind.name,
     )
@@ -192,15 +196,15 @@ def closest(catalog: Sequence[InstanceType], want: Want, limit: int = 5) -> list
 
 
 def catalog(ec2: Any, region: str, endpoint_url: str | None) -> tuple[InstanceType, ...]:
-    """The region's current-generation instance types (blocking; cached per region and endpoint)."""
+    """The region's instance types, previous generations included (blocking; cached per region and
+    endpoint)."""
     key = (endpoint_url, region)
     with _cache_lock:
         if key in _cache:
             return _cache[key]
     rows: list[dict[str, Any]] = []
     paginator = ec2.get_paginator("describe_instance_types")
-    filters = [{"Name": "current-generation", "Values": ["true"]}]
-    for page in paginator.paginate(Filters=filters):
+    for page in paginator.paginate():
         rows.extend(page.get("InstanceTypes", []))
     found = tuple(InstanceType.from_api(row) for row in rows)
     with _cache_lock:
