@@ -19,7 +19,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Generator, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 import structlog
@@ -121,30 +121,33 @@ class PluginFolds:
     @hookimpl(wrapper=True)
     def skyward_image_transform(self, cluster: Cluster) -> Generator[None, Image, Image]:
         image = yield
-        if self.plugin.transform is None:
-            return image
-        result = _call(self.plugin, "skyward_image_transform", self.plugin.transform, image, cluster)
-        if result is not None and not isinstance(result, Image):
-            raise PluginError(
-                f"The plugin {self.plugin.name!r} returned a value of type {type(result).__name__!r} "
-                "from its image transform; return the Image it was given, or a copy "
-                "(image.with_pip(...), dataclasses.replace(image, ...))"
-            )
-        return image if result is None else result
+        return self._fold(
+            "skyward_image_transform", self.plugin.transform, image, cluster, Image,
+            "its image transform; return the Image it was given, or a copy "
+            "(image.with_pip(...), dataclasses.replace(image, ...))",
+        )
 
     @hookimpl(wrapper=True)
     def skyward_launcher(self, context: LaunchContext) -> Generator[None, LaunchCommand, LaunchCommand]:
         command = yield
-        if self.plugin.launcher is None:
-            return command
-        result = _call(self.plugin, "skyward_launcher", self.plugin.launcher, command, context)
-        if result is not None and not isinstance(result, LaunchCommand):
+        return self._fold(
+            "skyward_launcher", self.plugin.launcher, command, context, LaunchCommand,
+            "its launcher; return a LaunchCommand "
+            "(LaunchCommand(launcher, command.entrypoint, command.args))",
+        )
+
+    def _fold(self, hook: str, step: Any, value: T, context: Any, kind: type[T], fix: str) -> T:
+        """One plugin's step of a fold: its result of the right `kind`, or `value` when it has no
+        step or returns None; another type is a PluginError saying what to return (`fix`)."""
+        if step is None:
+            return value
+        result = _call(self.plugin, hook, step, value, context)
+        if result is not None and not isinstance(result, kind):
             raise PluginError(
                 f"The plugin {self.plugin.name!r} returned a value of type {type(result).__name__!r} "
-                "from its launcher; return a LaunchCommand "
-                "(LaunchCommand(launcher, command.entrypoint, command.args))"
+                f"from {fix}"
             )
-        return command if result is None else result
+        return value if result is None else result
 
 
 class PoolHooks:
