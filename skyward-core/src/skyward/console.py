@@ -19,6 +19,7 @@ from typing import Literal, TextIO
 import attrs
 
 from skyward import events as ev
+from skyward.secrets import mask
 
 ConsoleMode = Literal["rich", "minimal", "log", "silent"]
 
@@ -219,6 +220,8 @@ class Console:
     def _write(self, line: _Line, when: float) -> None:
         if self.mode == "minimal" and not line.milestone:
             return
+        # The bus masks events already; this covers a Console fed events by hand (`handle`) too.
+        line = attrs.evolve(line, text=mask(line.text))
         if self._rich is not None:
             from rich.text import Text
 

@@ -27,6 +27,8 @@ import attrs
 import structlog
 
 from skyward.instance import InstanceInfo  # at runtime, so typing.get_type_hints and cattrs resolve events
+from skyward.secrets import MASK as MASK
+from skyward.secrets import mask_secrets, registered_secrets
 
 __all__ = [
     "BootstrapCommand",
@@ -64,7 +66,6 @@ __all__ = [
 
 Stream = Literal["stdout", "stderr"]
 PhaseEvent = Literal["started", "completed", "failed"]
-MASK = "***"
 
 
 @attrs.frozen(kw_only=True)
@@ -343,16 +344,8 @@ class Error(Event):
 # --- secrets ------------------------------------------------------------------------------------
 
 
-def mask_secrets(text: str, secrets: Iterable[str]) -> str:
-    """Replace every occurrence of each secret in `text` with `***`.
-
-    Longest secrets go first so a secret containing another is masked whole. Empty strings are
-    ignored: masking "" would mangle every line.
-    """
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, MASK)
-    return text
+# `mask_secrets` (every occurrence of each secret, and every URL password, read `***`) lives in
+# `skyward.secrets` and is re-exported here, where the bootstrap runner and `sky.plan` import it.
 
 
 E = TypeVar("E", bound=Event)
@@ -362,11 +355,10 @@ def redact(event: E, secrets: Iterable[str]) -> E:
     """Return `event` with every string field that contains a secret masked (the same object if none does).
 
     Events end up in consoles, log files and user callbacks, so a token that slipped into a
-    bootstrap command or a remote print must be masked before the event is emitted.
+    bootstrap command or a remote print must be masked before the event is emitted. URL passwords
+    (`https://user:password@host`) are masked too, even when `secrets` is empty.
     """
     secrets = [s for s in secrets if s]
-    if not secrets:
-        return event
     changes: dict[str, str] = {}
     for field in attrs.fields(type(event)):
         value = getattr(event, field.name)
@@ -393,7 +385,9 @@ class EventBus:
     Handlers run in registration order. A handler that raises is logged with its name and skipped:
     one broken callback must not stop the console, the other handlers, or the pool's event loop.
     Subscribing and unsubscribing are safe from any thread, including from inside a handler.
-    Secrets added with `add_secret` are masked out of every event before any handler sees it.
+    Secrets added with `add_secret`, every value registered with `skyward.secrets.register_secret`
+    (by any pool, plugin or provider of this process) and URL passwords are masked out of every
+    event before any handler sees it.
     """
 
     _subscriptions: list[_Subscription] = attrs.field(factory=list, init=False)
@@ -434,7 +428,7 @@ class EventBus:
             return
         with self._lock:
             subscriptions = list(self._subscriptions)
-            secrets = list(self._secrets)
+            secrets = [*self._secrets, *registered_secrets()]
         event = redact(event, secrets)
         for subscription in subscriptions:
             if not isinstance(event, subscription.event_type):

@@ -22,6 +22,14 @@ import attrs
 
 from skyward.dataclass_view import dataclass_view
 from skyward.errors import ConfigurationError
+from skyward.secrets import env_secrets as _env_secrets
+from skyward.secrets import (
+    mask_secrets,
+    register_secret,
+    registered_secrets,
+    strip_url_password,
+    url_passwords,
+)
 
 __all__ = ["DEFAULT_IMAGE", "DEFAULT_METRICS", "Image", "PipIndex", "SkywardSource"]
 
@@ -47,25 +55,28 @@ def _str_tuple(value: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] 
     return tuple(os.fspath(item) for item in value)
 
 
-#: Environment variable names whose values are credentials: masked in events, logs and errors.
-_SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|AUTH", re.IGNORECASE
-)
-
-
 def env_secrets(env: dict[str, str]) -> tuple[str, ...]:
-    """The values of `env` that are credentials by their names (`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
-    `DB_PASSWORD`, `OPENAI_API_KEY`...): what a pool masks wherever its output is shown."""
-    return tuple(value for name, value in env.items() if _SECRET_NAME.search(name) and len(value) >= 4)
+    """The credentials in `env`: the values of variables whose names say so (`HF_TOKEN`,
+    `AWS_SECRET_ACCESS_KEY`, `DB_PASS`, `OPENAI_API_KEY`...) and the passwords of URLs in any value
+    (`https://user:password@host`); what a pool masks wherever its output is shown. The name rule
+    is `skyward.secrets.is_secret_name`."""
+    return _env_secrets(env)
+
+
+def image_secrets(image: Image) -> tuple[str, ...]:
+    """Every credential `image` carries: `env_secrets(image.env)` and its `PipIndex` passwords."""
+    found = dict.fromkeys(env_secrets(image.env))
+    for index in image.pip_indexes:
+        found.update(dict.fromkeys(url_passwords(index.url)))
+    return tuple(found)
 
 
 def _env_repr(env: dict[str, str]) -> str:
-    """`env` as repr shows it: values registered as secrets (`skyward.logging.register_secret`,
-    as `huggingface(token=...)` does) read `***`."""
-    from skyward.logging import registered_secrets  # here: the worker never imports logging
-
+    """`env` as repr shows it: credentials (`env_secrets`, and values registered as secrets, as
+    `huggingface(token=...)` does) read `***`, and so does the password of a URL."""
     secrets = {*registered_secrets(), *env_secrets(env)}
-    return repr({name: "***" if value in secrets else value for name, value in env.items()})
+    shown = {name: "***" if value in secrets else mask_secrets(value, secrets) for name, value in env.items()}
+    return repr(shown)
 
 
 def _env_dict(field: str) -> Any:
@@ -210,10 +221,19 @@ class PipIndex:
 
     Scoping matters: pointing *every* package at a custom index is how dependency confusion and
     mysterious resolution failures happen, so an index always names the packages it serves.
+
+    A private index's credentials go in the URL (`https://user:password@host/simple`). The password
+    is a secret: its repr reads `***`, and it is registered for masking
+    (`skyward.secrets.register_secret`) the moment the index is made, so no console line, event,
+    log line or error shows it. On a node it is written only into a 0600 file the install reads.
     """
 
-    url: str = attrs.field(validator=_check_url)
+    url: str = attrs.field(validator=_check_url, repr=lambda url: repr(strip_url_password(url)))
     packages: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+
+    def __attrs_post_init__(self) -> None:
+        for password in url_passwords(self.url):
+            register_secret(password)
 
 
 @dataclass_view

@@ -11,11 +11,17 @@ Modules log with `structlog.get_logger().info("skyward.node_ready", node=1)` ins
 through a logger bound at module scope: cloudpickle ships functions to workers and a cached bound
 logger does not pickle. For the same reason `cache_logger_on_first_use` stays off.
 
-Credentials registered with `register_secret` are masked as `***` in every line, whatever logged it.
+Credentials registered with `register_secret` (see `skyward.secrets`) and URL passwords
+(`https://user:password@host`) are masked as `***` in every line, whatever logged it.
+
+The log holds what a pool did, with hosts, commands and paths: the file is created 0600 (and made
+0600 if it already exists, rotated files included), in a folder Skyward creates 0700; the default
+folder (`~/.skyward/logs`) is made 0700 even when it already exists.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
 import os
@@ -28,8 +34,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 import structlog
 
+from skyward import secrets as _secrets
 from skyward.errors import ConfigurationError
-from skyward.events import mask_secrets
+from skyward.secrets import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
+from skyward.secrets import register_secret, registered_secrets
 
 if TYPE_CHECKING:
     from skyward.options import LogConfig
@@ -46,7 +54,6 @@ __all__ = [
 
 DEFAULT_LOG_FILE = "~/.skyward/logs/skyward.log"
 TRACE = 5
-MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary words and numbers all over the log
 
 # Binary multiples, as `LogConfig.rotation_bytes` computes them ("50 MB" is 50 * 1024**2 bytes).
 _SIZE_UNITS = {"b": 1, "kb": 2**10, "mb": 2**20, "gb": 2**30, "kib": 2**10, "mib": 2**20, "gib": 2**30}
@@ -88,7 +95,6 @@ class _State:
     key: tuple[Any, ...] | None = None
     handlers: list[logging.Handler] = attrs.field(factory=list)
     structlog_ours: bool = False
-    secrets: set[str] = attrs.field(factory=set)
     lock: threading.RLock = attrs.field(factory=threading.RLock)
 
 
@@ -108,30 +114,19 @@ def log_path(file: str) -> Path:
     return Path(file).expanduser()
 
 
-def register_secret(value: str) -> None:
-    """Mask `value` as `***` in every log line from now on (API keys, tokens, passwords)."""
-    if value and len(value) >= MIN_SECRET_LENGTH:
-        with _state.lock:
-            _state.secrets.add(value)
-
-
-def registered_secrets() -> tuple[str, ...]:
-    """Every value registered with `register_secret` so far."""
-    with _state.lock:
-        return tuple(sorted(_state.secrets))
+# `register_secret` and `registered_secrets` live in `skyward.secrets` (the registry the event bus,
+# the console and remote errors read too) and are re-exported here, where callers import them.
 
 
 def _mask(text: str) -> str:
-    secrets = _state.secrets
-    return mask_secrets(text, list(secrets)) if secrets else text
+    return _secrets.mask(text)
 
 
 def mask_secrets_processor(
     logger: Any, method_name: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
-    """structlog processor: mask registered secrets in every value (non-strings through their repr)."""
-    if not _state.secrets:
-        return event_dict
+    """structlog processor: mask registered secrets and URL passwords in every value (non-strings
+    through their repr)."""
     for key, value in list(event_dict.items()):
         if isinstance(value, str):
             event_dict[key] = _mask(value)
@@ -174,15 +169,15 @@ def build_file_handler(path: Path, rotation: str, retention: int) -> logging.Han
             f"log rotation {rotation!r} is neither a size like '50 MB' nor a time like '1 day'"
         )
     amount, unit = float(match.group(1)), match.group(2).lower()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _private_folder(path.parent)
     if unit in _SIZE_UNITS:
-        return logging.handlers.RotatingFileHandler(
+        return _PrivateRotatingFileHandler(
             path, maxBytes=int(amount * _SIZE_UNITS[unit]), backupCount=retention, encoding="utf-8"
         )
     singular = unit[:-1] if unit.endswith("s") and unit[:-1] in _TIME_UNITS else unit
     if singular in _TIME_UNITS:
         when, multiplier = _TIME_UNITS[singular]
-        return logging.handlers.TimedRotatingFileHandler(
+        return _PrivateTimedRotatingFileHandler(
             path, when=when, interval=max(1, int(amount * multiplier)), backupCount=retention,
             encoding="utf-8",
         )
@@ -190,6 +185,42 @@ def build_file_handler(path: Path, rotation: str, retention: int) -> logging.Han
         f"log rotation {rotation!r}: unknown unit {unit!r}; "
         "use B/KB/MB/GB or seconds/minutes/hours/days/weeks"
     )
+
+
+def _private_folder(folder: Path) -> None:
+    """Create `folder` 0700 (whatever the umask); make Skyward's own log folder 0700 if it exists.
+
+    A folder the user named and that already exists (their project, /var/log/...) keeps its mode:
+    the file itself is 0600 there.
+    """
+    if not folder.exists():
+        folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+        os.chmod(folder, 0o700)
+    elif folder.resolve() == (skyward_home() / "logs").resolve():
+        os.chmod(folder, 0o700)
+
+
+def _open_private(handler: logging.FileHandler) -> Any:
+    """The log stream, opened 0600 and made 0600 if it existed: rotation reopens through this too."""
+    fd = os.open(handler.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with contextlib.suppress(OSError):  # a file owned by someone else (a shared log path): still log
+        os.fchmod(fd, 0o600)
+    # The handler closes the stream (SIM115).
+    return open(fd, "a", encoding=handler.encoding, errors=handler.errors)  # noqa: SIM115
+
+
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """`RotatingFileHandler` whose files are 0600."""
+
+    def _open(self) -> Any:
+        return _open_private(self)
+
+
+class _PrivateTimedRotatingFileHandler(logging.handlers.TimedRotatingFileHandler):
+    """`TimedRotatingFileHandler` whose files are 0600."""
+
+    def _open(self) -> Any:
+        return _open_private(self)
 
 
 def _formatter() -> logging.Formatter:
@@ -310,4 +341,4 @@ def reset_logging() -> None:
             structlog.reset_defaults()
             _state.structlog_ours = False
         _state.key = None
-        _state.secrets.clear()
+        _secrets.clear_secrets()

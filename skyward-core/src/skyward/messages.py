@@ -12,6 +12,7 @@ import cloudpickle
 
 from skyward import tracebacks
 from skyward.errors import RemoteError, SerializationError
+from skyward.secrets import mask_exception
 
 
 @attrs.frozen
@@ -122,7 +123,9 @@ class RemoteFailure:
             exc = RemoteError(self.type_name, self.message, text)
         exc.__traceback__ = None
         exc.add_note(f"Remote traceback (from {where}):\n{text.rstrip()}")
-        return exc
+        # A task's message may quote a token it read from its environment: the exception the user
+        # sees (and logs, and prints) carries the registered secrets masked, as the console does.
+        return mask_exception(exc)
 
 
 def function_key(fn_bytes: bytes) -> bytes:

@@ -18,11 +18,12 @@ per plugin op, named after `Op.name`, in plugin order.
 
 Scoped indexes (`PipIndex`): uv applies `[tool.uv.sources]` pins and `explicit = true` indexes when
 it installs `-r pyproject.toml`, so with indexes the pip phase writes `<workdir>/requirements/
-pyproject.toml` naming `Image.pip` as dependencies, each index as an explicit `[[tool.uv.index]]`
-and each of its packages pinned to it. A routed package and nothing else comes from its index; its
-dependencies and every other package come from the default index (PyPI). uv applies sources to the
-requirements named there only, so an index package that arrives merely as a dependency of another
-comes from PyPI: list it in `Image.pip` to route it. Without indexes the phase is one plain
+pyproject.toml` (mode 600: an index URL may hold credentials) naming `Image.pip` as dependencies,
+each index as an explicit `[[tool.uv.index]]` and each of its packages pinned to it. A routed
+package and nothing else comes from its index; its dependencies and every other package come from
+the default index (PyPI). uv applies sources to the requirements named there only, so an index
+package that arrives merely as a dependency of another comes from PyPI: list it in `Image.pip` to
+route it. Without indexes the phase is one plain
 `uv pip install`.
 
 `env.sh` is POSIX sh (the worker launch may source it from `/bin/sh`): the image's `env` with every
@@ -341,9 +342,12 @@ def _pip_phase(packages: tuple[str, ...], indexes: tuple[Any, ...]) -> str:
     toml = _requirements_toml(named, indexes)
     delimiter = _delimiter("SKYWARD_REQUIREMENTS", toml)
     extra = "".join(f" {shlex.quote(p)}" for p in other)
+    # The index URLs may carry credentials (`https://user:password@host`), which uv reads from
+    # here: the file is private to the node's user, like env.sh (`rm` first: an older one keeps its mode).
     lines = (
         'mkdir -p "$W/requirements"\n'
-        f"cat > \"$W/requirements/pyproject.toml\" <<'{delimiter}'\n{toml}{delimiter}\n"
+        'rm -f "$W/requirements/pyproject.toml"\n'
+        f"(umask 077 && cat > \"$W/requirements/pyproject.toml\" <<'{delimiter}'\n{toml}{delimiter}\n)\n"
         + _run(
             f'{install} -r "$W/requirements/pyproject.toml"{extra}',
             f"{shown} -r $W/requirements/pyproject.toml{extra}",
@@ -392,6 +396,7 @@ def _env_phase(image: Any, workdir: str, venv: str) -> str:
     delimiter = _delimiter("SKYWARD_ENV", content)
     lines = (
         '__sky_cmd "write $W/env.sh"\n'
+        'rm -f "$W/env.sh"\n'  # an env.sh left by an older run keeps its mode when overwritten
         f"(umask 077 && cat > \"$W/env.sh\" <<'{delimiter}'\n{content}{delimiter}\n)\n"
         '. "$W/env.sh"\n'
     )
