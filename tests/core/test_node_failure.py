@@ -116,7 +116,7 @@ def test_streaming_task_on_a_killed_worker_is_not_replayed(fresh_pool, tmp_path:
 class _FailsToReconnect(sky.Local):
     """Local nodes that start once; a replacement for a lost node cannot be had."""
 
-    def create(self):  # type: ignore[override]
+    def create(self, options=None):  # type: ignore[override]
         from skyward.providers.local import LocalProvider
 
         class Provider(LocalProvider):
@@ -128,12 +128,12 @@ class _FailsToReconnect(sky.Local):
                 self.started.add(instance.node)
                 return await super().connect(cluster, instance, setup)
 
-        return Provider()
+        return Provider(options)
 
 
 def test_a_node_that_cannot_be_replaced_leaves_the_pool_and_broadcasts_skip_it() -> None:
     with sky.Compute(provider=_FailsToReconnect(), nodes=2, console=False) as pool:
         pids = worker_pid() @ pool
         os.kill(pids[1], signal.SIGKILL)
-        wait_until(lambda: pool.current_nodes() == 1 and len(pool._node_indices()) == 1, timeout=10)
+        wait_until(lambda: pool.current_nodes() == 1 and len(pool._fleet.node_indices()) == 1, timeout=10)
         assert node_index() @ pool == [0]

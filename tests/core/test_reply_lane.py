@@ -76,7 +76,7 @@ def kill_when_started(path: Path, killed: list[int]) -> threading.Thread:
 
 def test_every_local_node_has_a_reply_lane(fresh_pool) -> None:
     compute = fresh_pool(2)
-    assert all(node.lane is not None for node in compute._scheduler.nodes.values())
+    assert all(node.lane is not None for node in compute._scheduler.handles())
 
 
 def test_a_lone_call_is_answered_on_the_callers_thread(fresh_pool) -> None:
@@ -84,6 +84,31 @@ def test_a_lone_call_is_answered_on_the_callers_thread(fresh_pool) -> None:
     threads = completions_by_thread(compute)
     assert [echo(i) >> compute for i in range(5)] == [0, 1, 2, 3, 4]
     assert threads == [threading.current_thread().name] * 5  # the loop never read these answers
+
+
+def test_each_task_reports_started_then_completed_on_one_thread(fresh_pool) -> None:
+    """Whatever path a task takes (`>>` on the lane, a lone `>` written from the caller's thread,
+    a `map` placed by the loop), its TaskStarted comes first and on the thread of its TaskCompleted."""
+    compute = fresh_pool(2)
+    seen: dict[int, list[tuple[str, str]]] = {}
+    lock = threading.Lock()
+
+    def record(event: sky.TaskStarted | sky.TaskCompleted) -> None:
+        with lock:
+            kind = "started" if isinstance(event, sky.TaskStarted) else "completed"
+            seen.setdefault(event.task_id, []).append((kind, threading.current_thread().name))
+
+    compute.on(sky.TaskStarted, record)
+    compute.on(sky.TaskCompleted, record)
+    for i in range(30):
+        assert (echo(i) > compute).result() == i
+        assert echo(i) >> compute == i
+    assert compute.map(echo, range(30)) == list(range(30))
+    assert wait_until(lambda: len(seen) == 90 and all(len(e) == 2 for e in seen.values()), timeout=5)
+    for events in seen.values():
+        (first, started_on), (second, completed_on) = events
+        assert (first, second) == ("started", "completed")
+        assert started_on == completed_on
 
 
 def test_a_remote_error_on_the_lane_is_raised_by_name(fresh_pool) -> None:

@@ -6,13 +6,14 @@ import threading
 
 import pytest
 
+from skyward.client.shipping import ShippedFunction
 from skyward.client.tasks import TaskState, Waiter
 
 
 def _task(waiter: Waiter) -> TaskState:
     return TaskState(
-        name="t", fn_key=b"k", fn_bytes=b"", parts=[], task_id=TaskState.next_id(), target=None,
-        timeout=None, generator=False, window=1, inputs={}, waiter=waiter,
+        name="t", function=ShippedFunction(b"k", b"", False), parts=[], task_id=TaskState.next_id(),
+        target=None, timeout=None, window=1, inputs={}, waiter=waiter,
     )
 
 

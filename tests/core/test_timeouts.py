@@ -158,12 +158,12 @@ def test_timeout_with_process_executor_kills_the_task_subprocess(fresh_pool) -> 
 def test_a_long_limit_is_enforced_by_the_once_a_second_sweep(
     fresh_pool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from skyward.client import pool as pool_module
+    from skyward.client import deadlines
 
     # Limits from 1 s up are "long" here, so no per-task timer exists: only the sweep can fire.
-    monkeypatch.setattr(pool_module, "COARSE_TIMEOUT", 1.0)
+    monkeypatch.setattr(deadlines, "COARSE_TIMEOUT", 1.0)
     compute = fresh_pool(1)
     elapsed, error = timed(lambda: sleep_for(30).with_timeout(1) >> compute)
-    assert 1 <= elapsed < 1 + pool_module.SWEEP_INTERVAL + SLACK
+    assert 1 <= elapsed < 1 + deadlines.SWEEP_INTERVAL + SLACK
     assert "sleep_for() did not finish within 1s" in str(error)
     assert_pool_works(compute)

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from skyward.events import Error, Log, TaskCompleted
+from skyward.events import Error, Log, TaskCompleted, TaskStarted
 from skyward.messages import RemoteFailure
 from skyward.wire import Frame, Kind, Undecodable, as_kind, encode
 
 if TYPE_CHECKING:
-    from skyward.instance import InstanceInfo
     from skyward.client.tasks import TaskState
+    from skyward.instance import InstanceInfo
     from skyward.providers.base import Instance
     from skyward.transport.base import Channel
 
@@ -63,7 +63,7 @@ class NodeHandle:
         self.lane: Any = None
         self.stuck: set[int] = set()
         #: Takes no new task: a stuck task waits for the others to finish before its worker is
-        #: replaced (see `Pool._check_stuck`).
+        #: replaced (see `Deadlines.check_stuck`).
         self.draining = False
         # Seconds between completions while busy (moving average), and the last completion.
         self._pace: float | None = None
@@ -89,7 +89,7 @@ class NodeHandle:
         self.channel.send(Kind.HELLO, 0, hello)
         try:
             answer = await asyncio.wait_for(self._ready_future, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise NodeStartError(f"node {self.index}'s worker did not answer within {timeout:.0f}s") from None
         if answer.get("reply_lane"):
             self.lane = self.channel.enable_lane()
@@ -140,36 +140,52 @@ class NodeHandle:
     # -- sending --------------------------------------------------------------------------------------
 
     def dispatch(self, task: TaskState) -> None:
-        if task.fn_key not in self.sent_functions:
-            self.channel.send(Kind.FUNCTION, 0, (task.fn_key, task.fn_bytes))
-            self.sent_functions.add(task.fn_key)
-        self._register(task)
-        self.channel.send_parts(task.parts)
-
-    def _register(self, task: TaskState) -> None:
-        task.node = self
+        """Send a task the scheduler placed here (loop thread)."""
+        function = task.function
+        if function.key not in self.sent_functions:
+            self.channel.send(Kind.FUNCTION, 0, (function.key, function.data))
+            self.sent_functions.add(function.key)
+        task.worker = self.key
         task.started_at = self._loop.time()
         self.inflight[task.id] = task
+        self.started(task)
+        self.channel.send_parts(task.parts)
+
+    def started(self, task: TaskState) -> None:
+        """Emit `TaskStarted`, on the thread that will emit the task's `TaskCompleted`.
+
+        That is the loop thread, except for a CALL, whose caller reads its answer on the reply
+        lane and emits both (waking the loop for an event would cost that path its point). So a
+        handler sees each task's two events in order, from one thread.
+        """
+        if self._listens(TaskStarted):  # once per task: build the event only for a listener
+            self.emit(TaskStarted(task_id=task.id, name=task.name, node=self.index, pool=self.pool))
 
     def send_now(self, task: TaskState, call: bool = False) -> bool:
-        """Write `task` from the caller's thread (Pool._dispatch_now); the loop registers it later.
+        """Write `task` from the caller's thread (`Dispatcher._dispatch_now`); the loop registers it later.
 
         Until then it waits in `sent_now`, where an answer that beats the registration finds it.
         The function's key is recorded only once its frame is written, so a task the loop sends
         meanwhile ships the function too rather than arriving before it. `call`: send it as a
         CALL, answered on the reply lane (the caller holds the lane).
         """
-        task.node = self
+        task.worker = self.key
         task.started_at = self._loop.time()  # the loop's clock is monotonic: readable from any thread
         self.sent_now[task.id] = task
-        parts = as_kind(task.parts, Kind.CALL) if call else task.parts
-        if task.fn_key in self.sent_functions:
+        if call:
+            task.call = True
+            self.started(task)  # before the write: its TaskCompleted may follow at once
+            parts = as_kind(task.parts, Kind.CALL)
+        else:
+            parts = task.parts
+        function = task.function
+        if function.key in self.sent_functions:
             written = self.channel.send_now(parts)
         else:
-            function = encode(Kind.FUNCTION, 0, (task.fn_key, task.fn_bytes))
-            written = self.channel.send_now([*function, *parts])
+            frame = encode(Kind.FUNCTION, 0, (function.key, function.data))
+            written = self.channel.send_now([*frame, *parts])
             if written:
-                self.sent_functions.add(task.fn_key)
+                self.sent_functions.add(function.key)
         if not written:
             self.sent_now.pop(task.id, None)
         return written
@@ -179,6 +195,8 @@ class NodeHandle:
         if self.sent_now.pop(task.id, None) is None:
             return False
         self.inflight[task.id] = task
+        if not task.call:
+            self.started(task)
         return True
 
     def finish_call(self, task: TaskState, frame: Frame) -> bool:
@@ -205,6 +223,87 @@ class NodeHandle:
 
     def cancel(self, task_id: int) -> None:
         self.channel.send(Kind.CANCEL, task_id)
+
+    def credit(self, task_id: int, count: int) -> None:
+        """Let a generator task run `count` items further ahead of its reader."""
+        self.channel.send(Kind.CREDIT, task_id, count)
+
+    # -- the pool's view: deadlines and membership (loop thread) ------------------------------------------
+
+    def running(self) -> list[TaskState]:
+        """The tasks in flight here that the loop registered (a copy)."""
+        return list(self.inflight.values())
+
+    def runs(self, task_id: int) -> bool:
+        """Whether the task is in flight here, registered by the loop."""
+        return task_id in self.inflight
+
+    @property
+    def busy(self) -> bool:
+        """Whether any task is in flight here, written from a caller's thread or not."""
+        return bool(self.inflight or self.sent_now)
+
+    def forget(self, task_id: int) -> None:
+        """Stop counting a task in flight: it is queued again elsewhere."""
+        self.inflight.pop(task_id, None)
+
+    def abandon(self, task_id: int) -> None:
+        """A task past its time limit: told to stop, it keeps its slot (`stuck`) until it does."""
+        del self.inflight[task_id]
+        self.stuck.add(task_id)
+        self.cancel(task_id)
+
+    def is_stuck(self, task_id: int) -> bool:
+        return task_id in self.stuck
+
+    def drain(self) -> bool:
+        """Take no new task until the stuck one is dealt with; True if the node was not draining."""
+        started, self.draining = not self.draining, True
+        return started
+
+    def end_drain(self) -> bool:
+        """Take tasks again once nothing here is stuck any more; True if the drain was lifted."""
+        if self.draining and not self.stuck:
+            self.draining = False
+            return True
+        return False
+
+    def move(self, info: InstanceInfo) -> None:
+        """Tell the worker its new place in the pool (after a resize), ahead of any later task."""
+        self.info = info
+        self.channel.send(Kind.INFO, 0, info)
+
+    async def close(self, timeout: float) -> None:
+        """Close the channel: the worker exits, and is killed if still there after `timeout`."""
+        await self.channel.close(timeout=timeout)
+
+    def kill(self) -> None:
+        """End the worker process now (a stuck task, a failed start): the node is lost."""
+        self.lost = True
+        self.ready = False
+        self.channel.kill()
+
+    def leave(self) -> list[TaskState]:
+        """Leave the pool's service: lost from now on, output so far flushed, and the tasks it
+        was running handed back for the pool to place again or fail."""
+        self.lost = True
+        tasks = self.running()
+        self.inflight.clear()
+        self.stuck.clear()
+        self.flush_logs()
+        return tasks
+
+    def interrupt(self) -> list[TaskState]:
+        """The tasks running here, at the pool's shutdown: each one told to stop, and those not
+        registered yet taken out of `sent_now`, for the pool to fail."""
+        tasks = self.running()
+        for task in tasks:
+            self.cancel(task.id)
+        for task_id in list(self.sent_now):  # written from a caller's thread, not registered yet
+            task = self.sent_now.pop(task_id, None)
+            if task is not None:
+                tasks.append(task)
+        return tasks
 
     # -- receiving ------------------------------------------------------------------------------------
 
@@ -292,7 +391,11 @@ class NodeHandle:
             self.stuck.discard(task_id)
             self._on_free()
             return None
-        task = self.inflight.pop(task_id, None) or self.sent_now.pop(task_id, None)
+        task = self.inflight.pop(task_id, None)
+        if task is None:
+            task = self.sent_now.pop(task_id, None)
+            if task is not None and not task.call:
+                self.started(task)  # answered before the loop registered it: announced here, first
         if task is not None:
             now = self._loop.time()
             interval = now - max(self._last_done, task.started_at)

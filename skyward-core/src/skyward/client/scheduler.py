@@ -2,7 +2,9 @@
 
 Tasks wait in one queue; a task pinned to a node (`target=`, broadcast) waits for that node, the
 rest go round-robin to ready nodes with a free slot (`Worker.concurrency + buffer` per node).
-Runs on the pool's loop only.
+The scheduler also holds the pool's worker handles by key: the fleet (client/fleet.py) adds and
+removes them through the methods below, and nothing else writes them. Runs on the pool's loop
+only, except `idle_node` (see there).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from skyward.client.node import NodeHandle
@@ -18,15 +20,60 @@ if TYPE_CHECKING:
 
 
 class Scheduler:
-    def __init__(self, on_dispatch) -> None:
-        self.nodes: dict[int, NodeHandle] = {}
+    def __init__(self) -> None:
+        self._nodes: dict[int, NodeHandle] = {}
+        #: Called with each task `pump` sends (the pool arms its time limit: client/deadlines.py).
+        self.on_dispatch: Callable[[TaskState], Any] = lambda task: None
         self._queue: deque[TaskState] = deque()
         self._next = 0
-        self._on_dispatch = on_dispatch
         # Dispatched tasks that are not part of a map, until they are done: while there is one, no
         # node takes map tasks beyond its slots, so a map never overtakes work sent before it.
         self._exclusive: set[TaskState] = set()
         self._pump_scheduled = False
+
+    # -- the worker handles ---------------------------------------------------------------------------
+
+    def add(self, node: NodeHandle) -> None:
+        """Place tasks on `node` from now on (it answered its handshake)."""
+        self._nodes[node.key] = node
+
+    def remove(self, node: NodeHandle) -> bool:
+        """Place nothing more on `node`; False if it was not (or no longer) this key's handle."""
+        if self._nodes.get(node.key) is node:
+            del self._nodes[node.key]
+            return True
+        return False
+
+    def holds(self, node: NodeHandle) -> bool:
+        """Whether `node` is the live handle of its key (not lost, replaced or removed)."""
+        return not node.lost and self._nodes.get(node.key) is node
+
+    def get(self, key: int | None) -> NodeHandle | None:
+        return None if key is None else self._nodes.get(key)
+
+    def handles(self) -> list[NodeHandle]:
+        """Every worker handle, in the order they were added (a copy: the caller may remove some)."""
+        return list(self._nodes.values())
+
+    def workers_of(self, index: int) -> list[NodeHandle]:
+        """The handles of node `index`'s workers (one unless a plugin such as mig asks for more)."""
+        return [node for node in self._nodes.values() if node.index == index]
+
+    def ready_nodes(self) -> set[int]:
+        """The indices of the nodes with a ready worker (readable from any thread: a snapshot)."""
+        return {node.index for node in list(self._nodes.values()) if node.ready}
+
+    @property
+    def empty(self) -> bool:
+        return not self._nodes
+
+    def clear(self) -> list[NodeHandle]:
+        """Forget every handle (the pool stops); returns them."""
+        nodes = list(self._nodes.values())
+        self._nodes.clear()
+        return nodes
+
+    # -- the queue --------------------------------------------------------------------------------------
 
     def enqueue(self, task: TaskState) -> None:
         """Queue a task at the back; the caller pumps once after a batch."""
@@ -54,7 +101,7 @@ class Scheduler:
         """A ready node with a free slot for `task`, whose channel can be written from any thread,
         when nothing waits ahead of it; else None (and the round-robin turn is not used up).
 
-        Called from a caller's thread without a lock (Pool._dispatch_now): it reads snapshots and
+        Called from a caller's thread without a lock (`Dispatcher._dispatch_now`): it reads snapshots and
         single values only. A stale answer costs at most one task beyond a node's slots, which
         the worker queues; the loop confirms the placement when it registers the task.
         """
@@ -63,12 +110,12 @@ class Scheduler:
         exclusive = self._exclusive  # the loop may replace or grow it meanwhile
         if exclusive and any(not t.done for t in list(exclusive)):
             return None
-        nodes = dict(self.nodes)  # the loop may add or drop nodes meanwhile
+        nodes = dict(self._nodes)  # the loop may add or drop nodes meanwhile
         index = self._choose(task, sorted(nodes), lambda i: i in nodes and _has_room(nodes[i]))
         return None if index is None else nodes[index]
 
     def placed(self, task: TaskState) -> None:
-        """Count a task placed outside `pump` (Pool._dispatch_now) like one `pump` placed."""
+        """Count a task placed outside `pump` (`Dispatcher._dispatch_now`) like one `pump` placed."""
         if not task.prefetch:
             self._exclusive.add(task)
 
@@ -100,13 +147,14 @@ class Scheduler:
         if not queue:
             return
         room: dict[int, list[int]] = {}  # node index -> [free slots, free slots with prefetch]
-        for index, node in self.nodes.items():
+        nodes = self._nodes
+        for index, node in nodes.items():
             if node.ready:
                 slots = node.free_slots
                 extra = 0 if self._exclusive else node.prefetch()
                 if slots + extra > 0:
                     room[index] = [slots, slots + extra]
-        order = sorted(self.nodes)
+        order = sorted(nodes)
         waiting: deque[TaskState] = deque()  # pinned tasks whose node is busy, in order
         while queue:
             task = queue[0]
@@ -127,9 +175,8 @@ class Scheduler:
             left[1] -= 1
             if left[1] <= 0:
                 del room[index]
-            node = self.nodes[index]
-            node.dispatch(task)
-            self._on_dispatch(task, node)
+            nodes[index].dispatch(task)
+            self.on_dispatch(task)
             if not task.prefetch:
                 self._exclusive.add(task)
                 # No more prefetch in this pump either.

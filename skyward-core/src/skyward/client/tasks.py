@@ -16,44 +16,46 @@ from skyward.messages import RemoteFailure
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from skyward.client.node import NodeHandle
+    from skyward.client.shipping import ShippedFunction
 
 _task_ids = itertools.count(1)
 _END = object()
 
 
 class TaskState:
-    """Everything the client needs to send, retry, time out and resolve one task."""
+    """Everything the client needs to send, retry, time out and resolve one task.
+
+    One record from preparation to result: the function travels as the `ShippedFunction` that
+    `ship` made (key, bytes, whether it streams), and the frame is encoded once, when the task is
+    made. The node running it is named by its key (`worker`), not held: a task outlives the node
+    it was sent to when that node is lost and the task runs again elsewhere.
+    """
 
     __slots__ = (
-        "id", "name", "fn_key", "fn_bytes", "parts", "target", "timeout", "generator", "window",
-        "inputs", "future", "waiter", "value", "error", "stream", "collected", "node", "attempts", "timer",
-        "started_at", "done", "prefetch",
+        "id", "name", "function", "parts", "target", "timeout", "window", "inputs", "future", "waiter",
+        "value", "error", "stream", "collected", "worker", "attempts", "timer", "started_at", "done",
+        "prefetch", "call",
     )
 
     def __init__(
         self,
         *,
         name: str,
-        fn_key: bytes,
-        fn_bytes: bytes,
+        function: ShippedFunction,
         parts: list[Any],
         task_id: int,
         target: int | None,
         timeout: float | None,
-        generator: bool,
         window: int,
         inputs: dict[int, Iterator[Any]],
         waiter: Waiter | None = None,
     ) -> None:
         self.id = task_id
         self.name = name
-        self.fn_key = fn_key
-        self.fn_bytes = fn_bytes
+        self.function = function
         self.parts = parts
         self.target = target
         self.timeout = timeout
-        self.generator = generator
         self.window = window
         self.inputs = inputs
         #: How the caller learns the outcome: a Waiter shared by the tasks of one call (a `map` of
@@ -62,19 +64,24 @@ class TaskState:
         self.future: Future[Any] | None = Future() if waiter is None else None
         self.value: Any = None
         self.error: BaseException | None = None
+        generator = function.generator
         # Only the item buffer: the RemoteGenerator handed to the caller is not referenced from here,
         # so dropping it (breaking out of a `for` loop) collects it, which cancels the remote side.
         self.stream: StreamBuffer | None = StreamBuffer() if generator else None
         #: A generator task nobody iterates (`@`, `>`, gather, map) gathers its items into a list,
         #: which becomes its result; `>>` attaches a RemoteGenerator and sets this to None.
         self.collected: list[Any] | None = [] if generator else None
-        self.node: NodeHandle | None = None
+        #: The scheduler key of the worker it was sent to (its node's index with one worker per
+        #: node); None while it waits in the queue.
+        self.worker: int | None = None
         self.attempts = 0
         self.timer: asyncio.TimerHandle | None = None
         self.started_at = 0.0
         self.done = False
         #: May be sent to a node beyond its slots while the node finishes short tasks (a `map`).
         self.prefetch = False
+        #: Sent as a CALL: its caller reads the answer on the node's reply lane (see client/dispatch.py).
+        self.call = False
 
     @staticmethod
     def next_id() -> int:

@@ -220,7 +220,7 @@ class PipeChannel(Channel):
     can_send_now = True
 
     def send_now(self, parts: list[Any]) -> bool:
-        """Write frames from any thread, at once (a caller's lone task; see Pool._dispatch_now).
+        """Write frames from any thread, at once (a caller's lone task; see Dispatcher._dispatch_now).
 
         Frames already waiting for the loop's writer go first: these join their queue. What the
         pipe does not take now is left to the loop's writer.

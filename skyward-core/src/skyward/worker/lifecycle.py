@@ -173,4 +173,5 @@ class AppLifecycle:
 
 def enter_worker_contexts() -> None:
     """A task that does nothing. A worker enters its plugins' `around_app` contexts before it runs
-    any task, and that is all the pool sends this for: see `Pool._enter_contexts_everywhere`."""
+    any task, and that is all the pool sends this for: see
+    `client.dispatch.Dispatcher._enter_contexts_everywhere`."""

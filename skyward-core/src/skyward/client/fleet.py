@@ -1,0 +1,485 @@
+"""The fleet: a pool's machines and the workers on them (loop thread).
+
+It owns the provider, the cluster, the instances by node index and, through the scheduler's
+methods, the worker handles. Every way a worker leaves the pool (its process ended, it was stuck
+and is restarted, a resize let its node go, its node did not start) goes through `_remove`, which
+says why; every way a node leaves for good goes through `_let_go`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+
+from skyward.client import machines
+from skyward.client.node import NodeHandle
+from skyward.client.spend import Spend
+from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError
+from skyward.events import (
+    ClusterDestroyed,
+    ClusterProvisioned,
+    ClusterReady,
+    ClusterRequested,
+    Error,
+    EventBus,
+    InstanceBootstrapped,
+    InstanceDestroyed,
+    InstanceProvisioned,
+    InstanceReplaced,
+    NodeLost,
+    NodeReady,
+    PoolResized,
+    TaskRetried,
+)
+from skyward.hooks import PoolHooks
+from skyward.image import image_secrets
+from skyward.instance import InstanceInfo
+from skyward.logging import register_secret
+from skyward.messages import Hello
+from skyward.plugin import LaunchCommand
+from skyward.providers.base import NodeSetup
+from skyward.tracebacks import include_sources
+
+if TYPE_CHECKING:
+    from skyward.client.scheduler import Scheduler
+    from skyward.client.tasks import TaskState
+
+HANDSHAKE_TIMEOUT = 60.0
+
+
+class Fleet:
+    def __init__(
+        self, name: str, specs: tuple[Any, ...], options: Any, bus: EventBus, scheduler: Scheduler
+    ) -> None:
+        self.name = name
+        self.specs = specs
+        self.options = options
+        self.worker = options.worker_config
+        self.bus = bus
+        self._scheduler = scheduler
+        self.spec: Any = None
+        self.cluster: Any = None
+        self.image: Any = None
+        self.provider: Any = None
+        self.instances: dict[int, Any] = {}
+        self.hooks = PoolHooks(())
+        self.bootstrap_ops: tuple[Any, ...] = ()
+        self.worker_plugins: tuple[Any, ...] = ()
+        self.workers_per_node = 1
+        #: The pool is shutting down: a lost worker is not replaced, nothing more is started.
+        self.closing = False
+        #: One size change at a time: `pool.resize` and the autoscaler both take it.
+        self.resize_lock = asyncio.Lock()
+        #: Worker keys whose replacement is starting.
+        self.replacing: set[int] = set()
+        #: Why the last node that could not be replaced was given up, for tasks that then cannot run.
+        self._lost_reason = ""
+        #: Credentials in the image (`image_secrets`: env values, index passwords), masked wherever
+        #: output is shown.
+        self._secrets: tuple[str, ...] = ()
+        self._spend = Spend()
+        self._requested_at = time.monotonic()
+        self._log = structlog.get_logger()
+
+    # -- what the pool asks ------------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        """How many nodes the pool has, ready or starting."""
+        return len(self.instances)
+
+    def current_nodes(self) -> int:
+        """How many nodes are ready right now."""
+        return len(self._scheduler.ready_nodes())
+
+    def node_indices(self) -> list[int]:
+        return sorted(self.instances)
+
+    def worker_keys(self) -> list[int]:
+        per = self.workers_per_node
+        return [node * per + worker for node in self.node_indices() for worker in range(per)]
+
+    def target_key(self, target: int | str | None) -> int | None:
+        """The scheduler key for `target=`: a node index names that node's first worker."""
+        if target is None:
+            return None
+        if target == "head":
+            return 0
+        if isinstance(target, int) and not isinstance(target, bool):
+            known = self.node_indices()
+            if target not in known:
+                raise ConfigurationError(
+                    f"target={target}: this pool has nodes {known}; pass one of them or 'head'"
+                )
+            return target * self.workers_per_node
+        raise ConfigurationError(f"target={target!r}: use None (round-robin), 'head' or a node index")
+
+    def idle_tail(self, now: float, idle_after: float) -> int:
+        """How many of the highest-numbered nodes have idled `idle_after` seconds, counted down
+        from the last and stopping at the first that has not (elastic pools shrink by these)."""
+        count = 0
+        for index in sorted(self.instances, reverse=True):
+            handles = self._scheduler.workers_of(index)
+            if len(handles) < self.workers_per_node or any(n.idle_for(now) < idle_after for n in handles):
+                break
+            count += 1
+        return count
+
+    # -- start -----------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Provision the first spec that starts (in `Options.selection` order) and its workers."""
+        summary, nodes = machines.describe(self.specs), self.specs[0].nodes.desired
+        self.bus.emit(ClusterRequested(spec_summary=summary, nodes=nodes, pool=self.name))
+        started = self._requested_at = time.monotonic()
+        from skyward.bootstrap.wheels import prepare_wheels
+
+        # Skyward's own wheels for the nodes: a client that cannot ship itself fails before any
+        # machine is asked for, and the nodes then upload the cached wheels.
+        await asyncio.to_thread(prepare_wheels, self.specs)
+        errors: list[str] = []
+        for spec in await machines.in_selection_order(self.specs, self.options.selection, self._log):
+            try:
+                await self._start_spec(spec)
+                break
+            except Exception as exc:
+                errors.append(f"{spec.provider_config().name}: {exc}")
+                if len(errors) == len(self.specs):
+                    raise
+                self.bus.emit(Error(message=f"falling back after {errors[-1]}", fatal=False, pool=self.name))
+                await self.teardown("fallback")
+                self.closing = False
+        seconds = time.monotonic() - started
+        self.bus.emit(ClusterReady(nodes=self.current_nodes(), seconds=seconds, pool=self.name))
+
+    async def _start_spec(self, spec: Any) -> None:
+        self.spec = spec
+        self.hooks = PoolHooks(tuple(spec.plugins))
+        self.provider = spec.provider_config().create()
+        self.provider.options = self.options
+        self.cluster = await self.provider.prepare(spec, self.name)
+        self.image = self.hooks.transform_image(spec.image, self.cluster)
+        self._secrets = image_secrets(self.image)
+        for secret in self._secrets:  # masked in this pool's events, Skyward's logs and bootstrap errors
+            register_secret(secret)
+            self.bus.add_secret(secret)
+        self.bootstrap_ops = self.hooks.bootstrap_ops(self.cluster)
+        self.worker_plugins = self.hooks.worker_plugins()
+        self.workers_per_node = self.hooks.workers_per_node(spec)
+        count = spec.nodes.desired
+        instances = await self._provision(range(count))
+        for i in instances:
+            self.bus.emit(InstanceProvisioned(node=i.node, instance_id=i.id, instance=None, pool=self.name))
+        self.bus.emit(ClusterProvisioned(nodes=len(instances), pool=self.name))
+        starts = [asyncio.ensure_future(self._start_workers(i, count)) for i in instances]
+        needed = spec.nodes.min or count
+        done = failed = 0
+        failure: BaseException | None = None
+        for next_done in asyncio.as_completed(starts):
+            try:
+                await next_done
+                done += 1
+            except Exception as exc:  # noqa: BLE001 - the first failure is raised below
+                failure = failure or exc
+                failed += 1
+            # Enough nodes, or no longer enough left to reach it: a failed bootstrap stops the
+            # others at once rather than after they finish (paid minutes on a cloud).
+            if done >= needed or len(starts) - failed < needed:
+                break
+        if done < needed:
+            for pending in starts:
+                pending.cancel()
+            await asyncio.gather(*starts, return_exceptions=True)  # let each cancelled start clean up
+            raise failure or RuntimeError("nodes failed to start")
+
+    async def _provision(self, indices: Collection[int]) -> list[Any]:
+        """Machines for the node `indices`, counted in the pool's spend and known from now on."""
+        instances = await self.provider.provision(self.cluster, list(indices))
+        self._spend.started(instances)
+        for instance in instances:
+            self.instances[instance.node] = instance
+        return instances
+
+    async def _start_workers(self, instance: Any, total: int) -> None:
+        """Every worker process of one node (one, unless a plugin such as mig asks for more)."""
+        index, per = instance.node, self.workers_per_node
+        await asyncio.gather(*(self._start_node(index, instance, total, worker=w) for w in range(per)))
+
+    async def _start_node(self, index: int, instance: Any, total: int, worker: int = 0) -> NodeHandle:
+        setup = NodeSetup(
+            image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
+            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
+            worker=worker,
+        )
+        channel = await self.provider.connect(self.cluster, instance, setup)
+        info = self._place(index, total, worker)
+        key = index * self.workers_per_node + worker
+        node = NodeHandle(
+            index, instance, info, channel, self.worker.concurrency + self.worker.buffer,
+            self.bus.emit, self.on_node_lost, self._scheduler.pump_soon, key=key,
+            listens=self.bus.listens, pool=self.name,
+        )
+        hello = Hello(
+            info=info, concurrency=self.worker.concurrency, executor=self.worker.resolved_executor,
+            reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),
+            sys_path=(), plugins=self.worker_plugins, ttl=float(self.spec.ttl),
+            shutdown_command=getattr(self.provider, "shutdown_command", None),
+            include_sources=include_sources(self.image.includes),
+        )
+        try:
+            await node.handshake(hello, HANDSHAKE_TIMEOUT)
+        except BaseException:
+            node.kill()
+            await channel.close(timeout=1)
+            raise
+        self._scheduler.add(node)
+        node.start_pings(min(self.spec.ttl / 3, 30.0) if self.spec.ttl > 0 else 0)
+        if worker == 0:
+            self.bus.emit(InstanceBootstrapped(node=index, instance=info, pool=self.name))
+            self.bus.emit(NodeReady(node=index, instance=info, pool=self.name))
+        self._scheduler.pump()
+        return node
+
+    def _bootstrap_timeout(self) -> float:
+        """`Options.bootstrap_timeout` when set, else the image's own."""
+        option = self.options.bootstrap_timeout
+        return float(option if option is not None else self.image.bootstrap_timeout)
+
+    def _launch_command(self, index: int, total: int) -> LaunchCommand:
+        """The worker's start command, folded through every plugin's launcher in plugin order."""
+        instance, head = self.instances[index], self.instances.get(0, self.instances[index])
+        return self.hooks.worker_launch(
+            self.provider, self.cluster, index=index, total=total, instance=instance, head=head,
+            worker=self.worker,
+        )
+
+    def _place(self, index: int, total: int, worker: int) -> InstanceInfo:
+        """What worker `worker` of node `index` learns about its place in a pool of `total` nodes."""
+        info = machines.instance_info(self.spec, self.cluster, self.instances, index, total, self.name)
+        return attrs.evolve(info, worker=worker, workers_per_node=self.workers_per_node)
+
+    # -- losing and removing workers ---------------------------------------------------------------------
+
+    def on_node_lost(self, node: NodeHandle, exc: BaseException | None, restart: str = "") -> None:
+        """`node`'s worker is gone: it ended (`exc` says how), or the pool stopped it to start it
+        again (`restart` says why, in words for the user: see `NodeLost.restart`)."""
+        if self.closing:
+            return
+        reason = restart or (repr(exc) if exc else "worker exited")
+        self._remove(node, reason, lost=True, restart=bool(restart))
+        asyncio.get_running_loop().create_task(self._replace(node))
+
+    def restart(self, node: NodeHandle, why: str) -> None:
+        """End `node`'s worker process and start it again (a stuck task: see client/deadlines.py)."""
+        node.kill()
+        self.on_node_lost(node, None, restart=why)
+
+    def _remove(self, node: NodeHandle, reason: str, *, lost: bool, restart: bool = False) -> None:
+        """Take the worker `node` out of the pool: the one routine every path that removes one uses.
+
+        The scheduler places nothing more on it, and its output so far is flushed. A lost worker
+        (it ended, or the pool stops it to start it again) is announced with `NodeLost`, and its
+        tasks get the retry policy: they may have had effects. A worker the pool lets go (a
+        resize, a node that did not start) had its tasks stopped by the pool, not by a fault:
+        they are queued again as they were.
+        """
+        self._scheduler.remove(node)
+        tasks = node.leave()
+        if lost:
+            self.bus.emit(NodeLost(node=node.index, reason=reason, restart=restart, pool=self.name))
+        else:
+            self._log.info("skyward.worker_removed", pool=self.name, node=node.index, reason=reason)
+        for task in tasks:
+            if lost:
+                self.retry_or_fail(task, node.index)
+            else:
+                task.worker = None
+                self._scheduler.requeue(task)
+
+    def retry_or_fail(self, task: TaskState, index: int) -> None:
+        """A task of node `index`, lost: queued again while it may be replayed and has retries left."""
+        if task.retryable and task.attempts < self.options.retry_on_interruption:
+            task.attempts += 1
+            task.worker = None
+            self.bus.emit(TaskRetried(task_id=task.id, name=task.name, node=index, attempt=task.attempts,
+                                      reason="node lost", pool=self.name))
+            self._scheduler.requeue(task)
+        else:
+            why = (
+                "it streams data, so it cannot be replayed" if not task.retryable
+                else f"after {task.attempts} retries"
+            )
+            task.fail(NodeLostError(
+                f"Node {index} was lost while running {task.name}() (task {task.id}); not retried: {why}. "
+                "Raise sky.Options(retry_on_interruption=...) to allow more retries."
+            ))
+
+    async def _replace(self, old: NodeHandle) -> None:
+        index, key = old.index, old.key
+        if key in self.replacing:
+            return
+        self.replacing.add(key)
+        try:
+            await old.close(timeout=1)
+            instance = self.instances[index]
+            await self._start_node(index, instance, len(self.instances), worker=old.info.worker)
+            replaced = InstanceReplaced(node=index, old_id=instance.id, new_id=instance.id, pool=self.name)
+            self.bus.emit(replaced)
+        except Exception as exc:  # noqa: BLE001 - report, and fail what waited for this node
+            self._lost_reason = f"node {index} could not be replaced: {exc}"
+            self.bus.emit(Error(message=self._lost_reason, fatal=False, node=index, pool=self.name))
+            why = f"was lost and could not be replaced: {exc}"
+            if self._scheduler.workers_of(index):
+                self._fail_pinned({key}, index, why)  # its other workers still serve
+            else:  # the node is gone for good: later broadcasts and targets must not wait for it
+                await self._terminate([await self._let_go(index, why, keys={key})])
+        finally:
+            self.replacing.discard(key)
+            self.fail_if_no_node_left()  # nothing to do while a node is left
+            self._scheduler.pump()
+
+    async def _let_go(
+        self, index: int, why: str, keys: Collection[int] = (), close_timeout: float = 1
+    ) -> Any:
+        """Node `index` leaves the pool for good: its workers removed and closed, and the queued
+        tasks pinned to them (or to `keys`) failed, saying `why`. Returns its machine, for the
+        caller to terminate."""
+        instance = self.instances.pop(index, None)
+        gone = set(keys)
+        for node in self._scheduler.workers_of(index):
+            self._remove(node, why, lost=False)
+            gone.add(node.key)
+            await node.close(close_timeout)
+        self._fail_pinned(gone, index, why)
+        return instance
+
+    def _fail_pinned(self, keys: Collection[int], index: int, why: str) -> None:
+        """Fail the queued tasks pinned to the workers `keys`, which left the pool: no other worker
+        may run them (a broadcast's share, `target=`), and waiting would end only in a time-out
+        that names the wrong cause."""
+        for task in self._scheduler.drain():
+            if task.target in keys:
+                pinned = f"{task.name}() (task {task.id}) was pinned to node {index}"
+                task.fail(NodeLostError(f"{pinned}, which {why}"))
+            else:
+                self._scheduler.enqueue(task)
+
+    def fail_if_no_node_left(self) -> None:
+        """Fail every queued task once no node is left and none is being replaced: nothing could
+        ever run them, and a caller would wait for ever."""
+        if self.closing or not self._scheduler.empty or self.replacing or self.instances:
+            return
+        why = self._lost_reason or "every node was lost"
+        for task in self._scheduler.drain():
+            task.fail(NodeLostError(
+                f"{task.name}() cannot run: no node of {self.name} is left ({why}). "
+                "Start a new pool, or add nodes with pool.resize(n)."
+            ))
+
+    # -- size --------------------------------------------------------------------------------------------
+
+    async def resize(self, desired: int, reason: str = "pool.resize()") -> None:
+        """Grow or shrink to `desired` nodes (the highest indices go first), one change at a time."""
+        async with self.resize_lock:
+            previous = len(self.instances)
+            if desired > previous:
+                await self._grow(desired)
+            elif desired < previous:
+                await self._shrink(desired)
+            if len(self.instances) != previous:
+                now = len(self.instances)
+                self.bus.emit(PoolResized(nodes=now, previous=previous, reason=reason, pool=self.name))
+
+    async def _grow(self, desired: int) -> None:
+        first = max(self.instances, default=-1) + 1
+        instances = await self._provision(range(first, first + desired - len(self.instances)))
+        starts = await asyncio.gather(
+            *(self._start_workers(i, desired) for i in instances), return_exceptions=True
+        )
+        failed = [(i, e) for i, e in zip(instances, starts, strict=True) if isinstance(e, BaseException)]
+        if failed:
+            # A node that did not start is given back: no half-started machine stays billed,
+            # and broadcasts do not wait for it.
+            for instance, _ in failed:
+                await self._let_go(instance.node, "did not start and was given back")
+            await self._terminate([i for i, _ in failed])
+        self._announce_places(exclude={i.node for i in instances})
+        if failed:
+            raise failed[0][1]
+
+    async def _shrink(self, desired: int) -> None:
+        why = f"left the pool when it was resized to {desired} node(s)"
+        timeout = self.options.shutdown_timeout
+        for index in self.node_indices()[desired:]:
+            await self._terminate([await self._let_go(index, why, close_timeout=timeout)])
+        self._announce_places()
+        self._scheduler.pump()
+
+    def _announce_places(self, exclude: Collection[int] = ()) -> None:
+        """Tell every worker its new place after a resize (`total_nodes`, `peers`), so
+        `sky.instance_info()` and `sky.shard` in later tasks agree across old and new nodes.
+
+        Sent on each worker's channel ahead of any later task, so every task read after it sees
+        the new place. Nodes in `exclude` were started with it.
+        """
+        total = len(self.instances)
+        for node in self._scheduler.handles():
+            if node.index in exclude or node.lost:
+                continue
+            node.move(self._place(node.index, total, node.info.worker))
+
+    # -- stop --------------------------------------------------------------------------------------------
+
+    async def teardown(self, reason: str) -> None:
+        """Stop every worker and give back every machine (`reason`: why the pool stops)."""
+        self.closing = True
+        nodes = self._scheduler.clear()
+        for node in nodes:
+            where = f"{self.name} shut down on node {node.index}"
+            for task in node.interrupt():
+                task.fail(PoolClosedError(f"{task.name}() was interrupted: {where}"))
+        closing = (n.close(self.options.shutdown_timeout) for n in nodes)
+        await asyncio.gather(*closing, return_exceptions=True)
+        for node in nodes:
+            node.flush_logs()
+        if self.provider is not None and self.cluster is not None:
+            await self._terminate(list(self.instances.values()))
+            try:
+                await self.provider.teardown(self.cluster)
+            except Exception as exc:  # noqa: BLE001 - reported, as below
+                self._report_cleanup_failure("could not remove what it created", exc)
+        self.instances.clear()
+        self.bus.emit(ClusterDestroyed(
+            reason=reason, seconds=time.monotonic() - self._requested_at, cost=self._spend.usd, pool=self.name
+        ))
+
+    async def _terminate(self, instances: list[Any]) -> None:
+        """Terminate machines the pool lets go; a failure is reported, never swallowed, since a
+        machine left running costs money."""
+        instances = [i for i in instances if i is not None]
+        if not instances or self.provider is None:
+            return
+        try:
+            await self.provider.terminate(self.cluster, instances)
+        except Exception as exc:  # noqa: BLE001 - reported; the pool goes on
+            self._report_cleanup_failure(f"could not terminate {', '.join(i.id for i in instances)}", exc)
+        else:
+            for instance in instances:
+                self.bus.emit(InstanceDestroyed(node=instance.node, instance_id=instance.id, pool=self.name))
+        finally:
+            self._spend.stopped(instances)
+
+    def _report_cleanup_failure(self, what: str, exc: BaseException) -> None:
+        """Say loudly that something of this pool may still exist (and cost money), and what."""
+        provider = getattr(self.provider, "name", "the provider")
+        message = (
+            f"{self.name}: {provider} {what} ({type(exc).__name__}: {exc}); check the provider's "
+            "console and delete anything tagged with this pool's id"
+        )
+        self._log.error("skyward.cleanup_failed", pool=self.name, provider=provider, error=str(exc))
+        self.bus.emit(Error(message=message, fatal=False, pool=self.name))

@@ -1,0 +1,70 @@
+"""What the fleet works out about machines without touching any: which spec to try first, and what
+a worker learns about its place in the pool (`sky.instance_info()`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from skyward.instance import InstanceInfo, PeerInfo
+
+
+def describe(specs: tuple[Any, ...]) -> str:
+    """The specs in a few words, for `ClusterRequested`."""
+    parts = []
+    for spec in specs:
+        acc = f" {spec.accelerator}" if spec.accelerator is not None else ""
+        parts.append(f"{spec.provider_config().name}{acc} x{spec.nodes.desired}")
+    return " | ".join(parts)
+
+
+async def in_selection_order(specs: tuple[Any, ...], selection: str, log: Any) -> list[Any]:
+    """`selection="first"`: as written; `"cheapest"`: by the providers' hourly price, unknown last.
+
+    A price may take a call to the cloud (an offer search), so each runs in a thread, all at
+    once, and only when there is a choice to make. A provider that cannot price says nothing
+    against it: it goes last, and a failure to price is logged, not raised.
+    """
+    ordered = list(specs)
+    if selection != "cheapest" or len(ordered) < 2:
+        return ordered
+
+    def price(spec: Any) -> float:
+        estimate = getattr(spec.provider_config(), "hourly_price", None)
+        value = estimate(spec) if estimate is not None else None
+        return float("inf") if value is None else float(value) * spec.nodes.desired
+
+    prices = await asyncio.gather(*(asyncio.to_thread(price, s) for s in ordered), return_exceptions=True)
+    for spec, found in zip(ordered, prices, strict=True):
+        if isinstance(found, BaseException):
+            log.warning("skyward.price_unknown", provider=spec.provider_config().name, error=str(found))
+    order = [float("inf") if isinstance(p, BaseException) else p for p in prices]
+    return [spec for _, _, spec in sorted(zip(order, range(len(ordered)), ordered, strict=True))]
+
+
+def instance_info(
+    spec: Any, cluster: Any, instances: dict[int, Any], index: int, total: int, job_id: str
+) -> InstanceInfo:
+    """Node `index`'s place in a pool of `total` nodes, with its machine and its peers."""
+    head = instances.get(0) or next(iter(instances.values()))
+    instance = instances[index]
+    acc = spec.accelerator
+    peers = tuple(PeerInfo(i.node, i.private_ip, i.public_ip) for i in sorted(instances.values(), key=_node))
+    count = float(acc.count) if acc is not None else 0.0
+    return InstanceInfo(
+        node=index, total_nodes=total, id=instance.id, provider=cluster.provider,
+        ip=instance.public_ip, private_ip=instance.private_ip, spot=instance.spot,
+        ssh_port=instance.ssh_port, hourly_rate=instance.hourly_rate,
+        on_demand_rate=instance.on_demand_rate, instance_type=instance.instance_type,
+        gpu_count=int(count), gpu_model=acc.name if acc is not None else "",
+        vcpus=instance.vcpus, memory_gb=instance.memory_gb,
+        gpu_vram_gb=int(acc.memory_gb or 0) if acc is not None else 0,
+        accelerators=count, total_accelerators=count * total,
+        head_addr=head.private_ip, head_port=cluster.head_port, job_id=job_id,
+        peers=peers,
+        accelerator=acc.to_info() if acc is not None else None,
+    )
+
+
+def _node(instance: Any) -> int:
+    return instance.node
