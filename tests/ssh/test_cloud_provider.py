@@ -64,8 +64,8 @@ class ToyCloud:
 class ToyProvider(CloudProvider):
     name = "toy"
 
-    def __init__(self, cloud: ToyCloud) -> None:
-        super().__init__(python=__import__("sys").executable)
+    def __init__(self, cloud: ToyCloud, options: Any = None) -> None:
+        super().__init__(options, python=__import__("sys").executable)
         self.cloud = cloud
 
     async def prepare_cloud(self, spec: Any, pool_id: str) -> Cluster:
@@ -132,8 +132,11 @@ class Toy:
     def name(self) -> str:
         return "toy"
 
-    def create(self) -> ToyProvider:
-        return ToyProvider(self.cloud)
+    def create(self, options: Any = None) -> ToyProvider:
+        return ToyProvider(self.cloud, options)
+
+    def hourly_price(self, spec: Any) -> float | None:
+        return 36.0
 
 
 @pytest.fixture
@@ -203,6 +206,40 @@ def test_a_machine_whose_launch_never_answered_is_found_by_its_pool_id_and_delet
             pass
     assert cloud.machines == {}
     assert [i.rsplit("-", 1)[1] for i in cloud.destroyed] == ["m0"]
+
+
+def test_machines_lists_what_was_launched_until_it_is_deleted(cloud: ToyCloud) -> None:
+    async def lifecycle() -> list[set[str]]:
+        provider = Toy(cloud).create(sky.Options())
+        cluster = await provider.prepare(sky.Spec(provider=Toy(cloud), nodes=2), "listed")
+        listed = []
+        try:
+            instances = await provider.provision(cluster, [0, 1])
+            listed.append({i.id for i in await provider.machines(cluster)})
+            await provider.terminate(cluster, instances[:1])
+            listed.append({i.id for i in await provider.machines(cluster)})
+            await provider.terminate(cluster, instances[1:])
+            listed.append({i.id for i in await provider.machines(cluster)})
+        finally:
+            await provider.teardown(cluster)
+        return listed
+
+    assert asyncio.run(lifecycle()) == [{"listed-m0", "listed-m1"}, {"listed-m1"}, set()]
+
+
+def test_machines_also_lists_what_the_cloud_has_under_the_pools_name_until_teardown(cloud: ToyCloud) -> None:
+    cloud.fail_at_node = 1  # node 0's machine exists, but `launch` raised before returning it
+
+    async def lifecycle() -> list[list[str]]:
+        provider = Toy(cloud).create(sky.Options())
+        cluster = await provider.prepare(sky.Spec(provider=Toy(cloud), nodes=2), "orphan")
+        with pytest.raises(ProvisionError):
+            await provider.provision(cluster, [0, 1])
+        before = [i.id for i in await provider.machines(cluster)]
+        await provider.teardown(cluster)
+        return [before, [i.id for i in await provider.machines(cluster)]]
+
+    assert asyncio.run(lifecycle()) == [["orphan-m0"], []]
 
 
 def test_a_failed_delete_is_reported_naming_the_machines_and_the_pool_still_exits(cloud: ToyCloud) -> None:

@@ -96,11 +96,15 @@ class PinnedCloud(Provider):
 
     name = "pinned-cloud"
 
-    def __init__(self, hosts: SSHHosts, empty_known_hosts: str, pin: str | None = None) -> None:
+    def __init__(
+        self, hosts: SSHHosts, empty_known_hosts: str, pin: str | None = None, options: Any = None
+    ) -> None:
+        super().__init__(options)
         self.hosts, self.pin = hosts, pin
         self.remote = RemoteNodes(
             key_file=str(hosts.key_file), known_hosts=empty_known_hosts, python=sys.executable
         )
+        self.held: dict[str, Instance] = {}
 
     async def prepare(self, spec: Any, pool_id: str) -> Cluster:
         self.remote.options = self.options
@@ -109,8 +113,13 @@ class PinnedCloud(Provider):
     async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         server = self.hosts.servers[0]
         key = self.pin or server.host_key.export_public_key().decode().strip()
-        return [Instance(id=f"vm-{i}", node=i, public_ip=server.address, private_ip=server.address,
-                         ssh_user=server.user, ssh_port=server.port, host_key=key) for i in nodes]
+        instances = [Instance(id=f"vm-{i}", node=i, public_ip=server.address, private_ip=server.address,
+                              ssh_user=server.user, ssh_port=server.port, host_key=key) for i in nodes]
+        self.held.update((i.id, i) for i in instances)
+        return instances
+
+    async def machines(self, cluster: Cluster) -> list[Instance]:
+        return list(self.held.values())
 
     def python_bin(self, cluster: Cluster) -> str:
         return self.remote.python_bin()
@@ -121,6 +130,7 @@ class PinnedCloud(Provider):
     async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
         for instance in instances:
             await self.remote.clean(cluster, instance)
+            self.held.pop(instance.id, None)
 
     async def teardown(self, cluster: Cluster) -> None:
         await self.remote.close()
@@ -133,8 +143,11 @@ class PinnedCloudConfig:
     pin: str | None = None
     name = "pinned-cloud"
 
-    def create(self) -> PinnedCloud:
-        return PinnedCloud(self.hosts, self.known_hosts, self.pin)
+    def create(self, options: Any = None) -> PinnedCloud:
+        return PinnedCloud(self.hosts, self.known_hosts, self.pin, options)
+
+    def hourly_price(self, spec: Any) -> float | None:
+        return None
 
 
 @sky.function

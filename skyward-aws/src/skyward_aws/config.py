@@ -21,6 +21,8 @@ import attrs
 from skyward.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from skyward.options import Options
+    from skyward.providers.credentials import CredentialStatus
     from skyward.spec import Spec
     from skyward_aws.provider import AWSProvider
 
@@ -144,12 +146,12 @@ class AWS:
     def name(self) -> str:
         return "aws"
 
-    def create(self) -> AWSProvider:
+    def create(self, options: Options | None = None) -> AWSProvider:
         """The provider for one pool. Imported here, when a pool starts, not with the config: it
         loads boto3 and asyncssh, which resolving `sky.AWS` does not need (speed, not a cycle)."""
         from skyward_aws.provider import AWSProvider
 
-        return AWSProvider(self)
+        return AWSProvider(self, options)
 
     def hourly_price(self, spec: Spec) -> float | None:
         """One node's price per hour for `spec` (spot or on-demand, as its allocation says), or
@@ -159,3 +161,35 @@ class AWS:
         from skyward_aws.pricing import hourly_price
 
         return hourly_price(self, spec)
+
+    @classmethod
+    def credentials(cls, check: bool = False) -> CredentialStatus:
+        """For `sky providers`: what boto3's credential chain finds (variables, profiles, SSO...),
+        without the instance-metadata lookups, which are network calls. `check` asks STS who the
+        credentials belong to (`AWS_ENDPOINT_URL` is honoured, so moto answers in tests)."""
+        import botocore.exceptions
+        import botocore.session
+
+        from skyward.providers.credentials import CredentialStatus
+
+        try:
+            session = botocore.session.Session()
+            resolver = session.get_component("credential_provider")
+            for network_only in ("container-role", "iam-role"):
+                resolver.remove(network_only)
+            found = resolver.load_credentials()
+        except botocore.exceptions.BotoCoreError as error:
+            return CredentialStatus(found=False, where=str(error))
+        if found is None:
+            return CredentialStatus(
+                found=False, where="no AWS_ACCESS_KEY_ID, profile or SSO login (aws configure)"
+            )
+        where = {"env": "$AWS_ACCESS_KEY_ID", "shared-credentials-file": "~/.aws/credentials"}
+        status = CredentialStatus(found=True, where=where.get(found.method, found.method))
+        if not check:
+            return status
+        try:
+            identity = session.create_client("sts").get_caller_identity()
+        except Exception as error:  # noqa: BLE001 - any refusal is the answer to report
+            return attrs.evolve(status, verified=False, detail=str(error))
+        return attrs.evolve(status, verified=True, detail=str(identity.get("Arn", "")))

@@ -51,6 +51,7 @@ from skyward_aws.images import Image, resolve_image
 from skyward_aws.pricing import on_demand_prices, spot_prices
 
 if TYPE_CHECKING:
+    from skyward.options import Options
     from skyward.spec import Spec
     from skyward.transport.ssh import SSHChannel
     from skyward_aws.config import AWS
@@ -90,8 +91,8 @@ class Plan:
 class AWSProvider(CloudProvider):
     name = "aws"
 
-    def __init__(self, config: AWS) -> None:
-        super().__init__(python=config.python)
+    def __init__(self, config: AWS, options: Options | None = None) -> None:
+        super().__init__(options, python=config.python)
         self._log = structlog.get_logger(LOGGER)
         self.config = config
         self._clients: Clients | None = None

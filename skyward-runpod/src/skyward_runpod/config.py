@@ -22,6 +22,8 @@ from skyward.errors import ConfigurationError
 from skyward_runpod.account import GRAPHQL_URL, REST_URL, resolve_api_key
 
 if TYPE_CHECKING:
+    from skyward.options import Options
+    from skyward.providers.credentials import CredentialStatus
     from skyward.spec import Spec
     from skyward_runpod.provider import RunPodProvider
 
@@ -123,12 +125,12 @@ class RunPod:
         """The clouds pods may be created in, in the order they are tried."""
         return ("SECURE", "COMMUNITY") if self.cloud_type == "ALL" else (self.cloud_type,)
 
-    def create(self) -> RunPodProvider:
+    def create(self, options: Options | None = None) -> RunPodProvider:
         """The provider for one pool. Imported here, when a pool starts, not with the config: it
         loads aiohttp and asyncssh, which resolving `sky.RunPod` does not need (speed, not a cycle)."""
         from skyward_runpod.provider import RunPodProvider
 
-        return RunPodProvider(self)
+        return RunPodProvider(self, options)
 
     def hourly_price(self, spec: Spec) -> float | None:
         """What one node would cost per hour, for `Options(selection="cheapest")`; None if unknown
@@ -136,3 +138,12 @@ class RunPod:
         from skyward_runpod.pricing import estimate_hourly_price
 
         return estimate_hourly_price(self, spec)
+
+    @classmethod
+    def credentials(cls, check: bool = False) -> CredentialStatus:
+        """For `sky providers`: whether `$RUNPOD_API_KEY` holds a key (the argument aside); read
+        from the environment only. `check` makes no call yet (`verified` stays None)."""
+        from skyward.providers.credentials import locate_secret
+        from skyward_runpod.account import API_KEY_VARIABLE
+
+        return locate_secret(API_KEY_VARIABLE)

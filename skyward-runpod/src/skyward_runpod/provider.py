@@ -26,6 +26,7 @@ from skyward_runpod.pods import cost_per_hour, gone, pod_request, pool_prefix, s
 from skyward_runpod.pricing import gpu_types
 
 if TYPE_CHECKING:
+    from skyward.options import Options
     from skyward.spec import Spec
     from skyward_runpod.config import RunPod
 
@@ -36,8 +37,8 @@ class RunPodProvider(CloudProvider):
     #: and their own pod id; powering the container off would leave a stopped pod (and its disk).
     shutdown_command = 'runpodctl remove pod "$RUNPOD_POD_ID"'
 
-    def __init__(self, config: RunPod) -> None:
-        super().__init__(python=config.python)
+    def __init__(self, config: RunPod, options: Options | None = None) -> None:
+        super().__init__(options, python=config.python)
         self.config = config
         self.api = RunPodAPI(config.api_key, config.rest_url, config.gql_url)
         self._log = structlog.get_logger(LOGGER)  # under `skyward`, so it reaches Skyward's log file

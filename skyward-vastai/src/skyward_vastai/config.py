@@ -21,6 +21,8 @@ from skyward.errors import ConfigurationError
 from skyward.logging import register_secret
 
 if TYPE_CHECKING:
+    from skyward.options import Options
+    from skyward.providers.credentials import CredentialStatus
     from skyward.spec import Spec
     from skyward_vastai.provider import VastAIProvider
 
@@ -95,14 +97,14 @@ class VastAI:
     def api_url(self) -> str:
         return (self.server_url or DEFAULT_SERVER_URL).rstrip("/")
 
-    def create(self) -> VastAIProvider:
+    def create(self, options: Options | None = None) -> VastAIProvider:
         """The provider for one pool; resolves the API key now, so a missing one fails first.
 
         Imported here, when a pool starts, not with the config: it loads asyncssh and the Vast SDK,
         which resolving `sky.VastAI` does not need (speed, not a cycle)."""
         from skyward_vastai.provider import VastAIProvider
 
-        return VastAIProvider(self)
+        return VastAIProvider(self, options)
 
     def hourly_price(self, spec: Spec) -> float | None:
         """The cheapest matching offer's $/hour per node, for `Options(selection="cheapest")`.
@@ -114,3 +116,12 @@ class VastAI:
         from skyward_vastai.market import cheapest_price
 
         return cheapest_price(self, spec)
+
+    @classmethod
+    def credentials(cls, check: bool = False) -> CredentialStatus:
+        """For `sky providers`: whether `$VAST_API_KEY` or the files `vastai set api-key` writes
+        hold a key, in `resolve_api_key`'s order; no call is made (`verified` stays None)."""
+        from skyward.providers.credentials import locate_secret
+        from skyward_vastai.account import API_KEY_VARIABLE, key_files
+
+        return locate_secret(API_KEY_VARIABLE, key_files())

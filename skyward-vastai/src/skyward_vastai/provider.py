@@ -29,6 +29,7 @@ from skyward_vastai.machine import answers_with, onstart_script, shutdown_comman
 from skyward_vastai.market import Offer, OfferQuery, describe_none, search
 
 if TYPE_CHECKING:
+    from skyward.options import Options
     from skyward.spec import Spec
     from skyward_vastai.config import VastAI
 
@@ -42,8 +43,8 @@ GONE_STATES = ("destroying", "destroyed", "deleted", "terminated")
 class VastAIProvider(CloudProvider):
     name = "vastai"
 
-    def __init__(self, config: VastAI) -> None:
-        super().__init__(python=config.python)
+    def __init__(self, config: VastAI, options: Options | None = None) -> None:
+        super().__init__(options, python=config.python)
         # Named under "skyward" so these lines reach Skyward's log file (structlog would otherwise
         # name the logger after this module, outside the `skyward` logger that has the handlers).
         self._log = structlog.get_logger("skyward.providers.vastai")

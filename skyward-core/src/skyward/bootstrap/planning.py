@@ -13,7 +13,7 @@ uploaded; wheel paths in the script are the names the wheels would have, and the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -22,6 +22,9 @@ from skyward.bootstrap.prepare import bootstrap_secrets
 from skyward.bootstrap.render import render_script
 from skyward.events import mask_secrets
 from skyward.image import env_secrets
+
+if TYPE_CHECKING:
+    from skyward.providers.base import Cluster, Provider
 
 __all__ = ["PLAN_WORKDIR", "Plan", "plan"]
 
@@ -69,8 +72,8 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     resolved, options = resolve_compute_args(*specs, name=name, options=options, **compute_kwargs)
     spec = resolved[0]
     config = spec.provider_config()
-    cluster = Cluster(id=name or "plan", provider=str(getattr(config, "name", "plan")), spec=spec)
-    provider = config.create()  # no I/O: what `prepare` and `provision` would do is not done
+    cluster = Cluster(id=name or "plan", provider=config.name, spec=spec)
+    provider = config.create(options)  # no I/O: what `prepare` and `provision` would do is not done
     hooks = PoolHooks(tuple(spec.plugins))
     image = hooks.transform_image(spec.image, cluster)
     ops = as_ops(hooks.bootstrap_ops(cluster))
@@ -78,10 +81,9 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     if resolve_source(image) == "local":
         wheels = tuple(f"{PLAN_WORKDIR}/wheels/{s.wheel_name}" for s in shipments() if s.local)
     includes_dir = f"{PLAN_WORKDIR}/includes" if image.includes else None
-    bootstrap_args = getattr(provider, "bootstrap_args", None)
     script = render_script(
         image, ops, workdir=PLAN_WORKDIR, wheels=wheels, includes_dir=includes_dir,
-        **(bootstrap_args() if callable(bootstrap_args) else {}),
+        **provider.bootstrap_args(),
     )
     secrets = (*bootstrap_secrets(None, ops), *env_secrets(image.env))
     command = _launch_command(provider, cluster, spec, hooks, options)
@@ -97,17 +99,14 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     return Plan(script=mask_secrets(text, secrets), image=image, ops=ops, launch=launch)
 
 
-def _launch_command(provider: Any, cluster: Any, spec: Any, hooks: Any, options: Any) -> Any:
+def _launch_command(provider: Provider, cluster: Cluster, spec: Any, hooks: Any, options: Any) -> Any:
     """Node 0's worker command, built as the pool builds it (`PoolHooks.worker_launch`).
 
     The node addresses are the ones the provider gives its instances where it knows them without
-    creating anything (`planned_instances`: sky.SSH's hosts); otherwise `Instance`'s defaults. The
+    creating anything (`Provider.planned_instances`: sky.SSH's hosts; placeholders otherwise). The
     rendezvous port is the pool's own, picked when it starts: the plan shows the default.
     """
-    from skyward.providers.base import Instance
-
-    planned = getattr(provider, "planned_instances", None)
-    instances = planned(cluster, [0]) if callable(planned) else [Instance(id="plan-0", node=0)]
+    instances = provider.planned_instances(cluster, [0])
     return hooks.worker_launch(
         provider, cluster, index=0, total=spec.nodes.desired, instance=instances[0], head=instances[0],
         worker=options.worker_config,

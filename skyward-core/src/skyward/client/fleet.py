@@ -160,8 +160,7 @@ class Fleet:
     async def _start_spec(self, spec: Any) -> None:
         self.spec = spec
         self.hooks = PoolHooks(tuple(spec.plugins))
-        self.provider = spec.provider_config().create()
-        self.provider.options = self.options
+        self.provider = spec.provider_config().create(self.options)
         self.cluster = await self.provider.prepare(spec, self.name)
         self.image = self.hooks.transform_image(spec.image, self.cluster)
         self._secrets = image_secrets(self.image)
@@ -228,7 +227,7 @@ class Fleet:
             info=info, concurrency=self.worker.concurrency, executor=self.worker.resolved_executor,
             reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),
             sys_path=(), plugins=self.worker_plugins, ttl=float(self.spec.ttl),
-            shutdown_command=getattr(self.provider, "shutdown_command", None),
+            shutdown_command=self.provider.shutdown_command,
             include_sources=include_sources(self.image.includes),
         )
         try:
@@ -476,7 +475,7 @@ class Fleet:
 
     def _report_cleanup_failure(self, what: str, exc: BaseException) -> None:
         """Say loudly that something of this pool may still exist (and cost money), and what."""
-        provider = getattr(self.provider, "name", "the provider")
+        provider = self.provider.name
         message = (
             f"{self.name}: {provider} {what} ({type(exc).__name__}: {exc}); check the provider's "
             "console and delete anything tagged with this pool's id"

@@ -30,8 +30,7 @@ async def in_selection_order(specs: tuple[Any, ...], selection: str, log: Any) -
         return ordered
 
     def price(spec: Any) -> float:
-        estimate = getattr(spec.provider_config(), "hourly_price", None)
-        value = estimate(spec) if estimate is not None else None
+        value = spec.provider_config().hourly_price(spec)
         return float("inf") if value is None else float(value) * spec.nodes.desired
 
     prices = await asyncio.gather(*(asyncio.to_thread(price, s) for s in ordered), return_exceptions=True)

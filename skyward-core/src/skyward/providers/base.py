@@ -1,8 +1,31 @@
-"""The provider contract: offers -> prepare -> provision -> connect -> terminate -> teardown.
+"""The provider contract: what a provider package writes, and the order the pool calls it in.
 
-A provider *config* (`sky.Local()`, `sky.AWS(...)`) is a frozen value the user writes; `create()`
-turns it into a `Provider`, the object that does the work on the pool's event loop. Clouds hand
-back SSH-reachable `Instance`s; Local hands back processes on this machine.
+A provider comes in two halves. The *config* (`sky.Local()`, `sky.SSH(hosts=...)`,
+`sky.AWS(...)`) is a frozen value the user writes; it travels inside specs (pickled), so it holds
+settings only (`ProviderConfig`). `config.create(options)` turns it into a `Provider`, the object
+that does the work for one pool, on the pool's event loop, with the pool's `sky.Options`.
+
+The lifecycle, in the order the pool calls it:
+
+1. `config.create(options)`: a new `Provider` for one pool; no I/O, nothing billable.
+   `config.hourly_price(spec)` may be asked before, to order several specs by cost (None: cannot tell).
+2. `prepare(spec, pool_id) -> Cluster`: check credentials, create shared resources (keys,
+   networks); nothing billable yet.
+3. `provision(cluster, nodes) -> [Instance]`: launch one machine per node index (also later, to
+   replace a lost node or to grow the pool).
+4. `connect(cluster, instance, setup) -> Channel`: bootstrap the machine if needed and start one
+   worker with `setup.launch`; called once per worker (several per node with `mig`), and again to
+   restart a worker on a machine that is still there.
+5. `terminate(cluster, instances)`: end these machines (idempotent): on a cloud they are deleted.
+6. `teardown(cluster)`: remove what `prepare` created; called last, also after a failed start.
+
+Beside them: `shutdown_command`, the command that ends a machine from inside it (the worker's
+watchdog runs it when its client has been silent past `Spec.ttl`); `machines(cluster)`, the
+pool's machines that exist now, for `sky ls` (empty once everything is terminated and torn
+down); `python_bin`/`venv_dir` (the worker's interpreter), and, for `sky.plan`, `bootstrap_args()`
+and `planned_instances()`, which answer without creating anything.
+
+`skyward.testing.provider_contract` checks a provider package against this contract.
 """
 
 from __future__ import annotations
@@ -12,6 +35,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+
+from skyward.options import Options
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -68,21 +93,40 @@ class NodeSetup:
 
 
 class ProviderConfig(Protocol):
-    """What every provider config offers: a name for events and a factory for the worker side."""
+    """What every provider config offers (a frozen attrs value; `Spec` recognises one by `create`).
+
+    `name` names the provider in events and errors. `create(options)` returns the `Provider` for
+    one pool, given the pool's `sky.Options` (None is read as `Options()`); it does no I/O.
+    `hourly_price(spec)` is one node's price per hour for `spec`, used only to order several specs
+    with `Options(selection="cheapest")`: None when the provider cannot tell (the spec goes last);
+    it may block (a price list, an offer search) and is run in a thread.
+    """
 
     @property
     def name(self) -> str: ...
 
-    def create(self) -> Provider: ...
+    def create(self, options: Options | None = None) -> Provider: ...
+
+    def hourly_price(self, spec: Spec) -> float | None: ...
 
 
 class Provider(abc.ABC):
+    """The work of one pool's provider; the lifecycle is in the module docstring.
+
+    Every method runs on the pool's event loop. A subclass that writes `__init__` passes the
+    options on: `super().__init__(options)`.
+    """
+
     name: str = "provider"
-    #: The pool's `sky.Options` (timeouts, retries), set by the pool before `prepare`.
-    options: Any = None
-    #: What a worker runs when it stops for client silence (`Spec.ttl`): clouds power the machine
-    #: off ("sudo shutdown -h now"); None leaves the machine alone (Local, SSH).
+    #: The command that ends this machine from inside it, run by the worker's watchdog when the
+    #: client has been silent past `Spec.ttl`: clouds power the machine off ("sudo shutdown -h
+    #: now"); None leaves the machine alone (Local, SSH: machines that are not the pool's).
     shutdown_command: str | None = None
+    #: The pool's `sky.Options` (timeouts, retries), as given to the constructor.
+    options: Options
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options if options is not None else Options()
 
     @abc.abstractmethod
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
@@ -96,16 +140,36 @@ class Provider(abc.ABC):
     async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> Channel:
         """Bootstrap `instance` if needed, start its worker with `setup.launch`; return the channel."""
 
+    @abc.abstractmethod
+    async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
+        """End these instances (delete the machines, or stop what ran there); must be idempotent."""
+
+    async def teardown(self, cluster: Cluster) -> None:
+        """Remove what `prepare` created. Called last, also after failures."""
+        return None
+
+    @abc.abstractmethod
+    async def machines(self, cluster: Cluster) -> list[Instance]:
+        """This pool's machines that exist now, as `sky ls` lists them: those provisioned and not
+        yet terminated (a cloud also lists what its API still shows under the pool's tag). Empty
+        once every machine is terminated and the pool torn down: nothing is left behind."""
+
     def python_bin(self, cluster: Cluster) -> str:
         """The interpreter workers run under (the bootstrapped venv's, on remote hosts)."""
         return "python3"
 
     def venv_dir(self, cluster: Cluster) -> str:
+        """The venv workers run in (relative to the node folder on remote hosts)."""
         return ""
 
-    @abc.abstractmethod
-    async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
-        """Stop these instances; must be idempotent."""
+    def bootstrap_args(self) -> dict[str, Any]:
+        """Keyword arguments for `render_script` that say how this provider's bootstrap builds the
+        venv (`SSH(python=...)`: that interpreter, with its site-packages); `sky.plan` renders
+        with them. None by default: the image's Python, installed by uv."""
+        return {}
 
-    async def teardown(self, cluster: Cluster) -> None:
-        """Remove what `prepare` created. Called last, also after failures."""
+    def planned_instances(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        """The instances `provision` would return for `nodes`, as far as they are known without
+        creating anything (`sky.plan` shows node 0's address from them): placeholders by default;
+        `sky.SSH` knows its hosts."""
+        return [Instance(id=f"{cluster.id}-{node}", node=node) for node in nodes]

@@ -9,7 +9,9 @@ A cloud provider (skyward-aws, skyward-runpod, skyward-vastai, or a third party'
 - `destroy(cluster, instances)`: delete them (idempotent: gone is fine);
 - `release(cluster)`: remove what `prepare_cloud` created;
 - `leftovers(cluster)`: the pool's machines the cloud still lists (by tag or name), deleted at
-  teardown: the safety net for a creation whose answer never came back.
+  teardown: the safety net for a creation whose answer never came back. It also backs
+  `machines(cluster)` (what `sky ls` lists): the machines this provider launched and has not
+  deleted, with whatever the cloud still lists under the pool's tag.
 
 Everything after a machine has an address is `RemoteNodes`' (the same SSH transport, bootstrap
 and worker as `sky.SSH`). Trust is set up before the machine exists: `MachineAccess` makes a
@@ -35,6 +37,7 @@ import structlog
 
 from skyward.errors import CapacityError, ProvisionError
 from skyward.logging import register_secret
+from skyward.options import Options
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.providers.remote import RemoteNodes
 from skyward.retry import backoff, retry
@@ -156,26 +159,29 @@ class CloudProvider(Provider):
     #: A worker whose client went silent past `Spec.ttl` powers its machine off with this.
     shutdown_command: str | None = "sudo shutdown -h now"
 
-    def __init__(self, *, python: str | None = None) -> None:
-        self.nodes = RemoteNodes(python=python)
+    def __init__(self, options: Options | None = None, *, python: str | None = None) -> None:
+        super().__init__(options)
+        self.nodes = RemoteNodes(python=python, options=self.options)
         self.access: MachineAccess | None = None
+        #: The machines launched and not deleted yet, by id: `machines`.
+        self._held: dict[str, Instance] = {}
         self._log = structlog.get_logger()
 
     # -- settings ----------------------------------------------------------------------------------
 
     @property
     def provision_timeout(self) -> float:
-        value = getattr(self.options, "provision_timeout", None)
+        value = self.options.provision_timeout
         return float(value) if value is not None else DEFAULT_PROVISION_TIMEOUT
 
     @property
     def retry_delay(self) -> float:
-        value = getattr(self.options, "provision_retry_delay", None)
+        value = self.options.provision_retry_delay
         return float(value) if value is not None else DEFAULT_RETRY_DELAY
 
     @property
     def max_attempts(self) -> int | None:
-        return getattr(self.options, "max_provision_attempts", None)
+        return self.options.max_provision_attempts
 
     async def retry_capacity(self, attempt: Callable[[], Awaitable[T]], what: str) -> T:
         """`attempt`, retried on `CapacityError` as `Options` says (provision timeout, delay, attempts)."""
@@ -219,7 +225,6 @@ class CloudProvider(Provider):
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
         from skyward.transport.ssh import pool_key, remove_pool_key
 
-        self.nodes.options = self.options
         self.nodes.first_login_timeout = self.provision_timeout  # a new machine's sshd boots late
         key_file, login_key = pool_key(pool_id)
         self.nodes.key_file = str(key_file)
@@ -235,7 +240,10 @@ class CloudProvider(Provider):
         launched: list[Instance] = []
         try:
             launched = await self.launch(cluster, nodes)
-            return await self.wait_for_addresses(cluster, launched)
+            self._held.update((i.id, i) for i in launched)
+            ready = await self.wait_for_addresses(cluster, launched)
+            self._held.update((i.id, i) for i in ready)
+            return ready
         except BaseException:
             if launched:
                 await asyncio.shield(self._destroy_quietly(cluster, launched))
@@ -284,6 +292,7 @@ class CloudProvider(Provider):
         return self.nodes.venv_dir()
 
     def bootstrap_args(self) -> dict[str, Any]:
+        """How the bootstrap builds the venv (`python=`: that interpreter, with its site-packages)."""
         return self.nodes.bootstrap_args()
 
     async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> SSHChannel:
@@ -294,6 +303,19 @@ class CloudProvider(Provider):
         for instance in instances:
             self.nodes.forget(instance.node)
         await self.destroy(cluster, instances)
+        self._let_go(instances)
+
+    async def machines(self, cluster: Cluster) -> list[Instance]:
+        """The machines launched and not deleted yet, and any other the cloud lists under this
+        pool's tag (`leftovers`): what `sky ls` shows, and what would be billed."""
+        found = dict(self._held)
+        for instance in await self.leftovers(cluster):
+            found.setdefault(instance.id, instance)
+        return list(found.values())
+
+    def _let_go(self, instances: Sequence[Instance]) -> None:
+        for instance in instances:
+            self._held.pop(instance.id, None)
 
     async def teardown(self, cluster: Cluster) -> None:
         from skyward.transport.ssh import remove_pool_key
@@ -306,6 +328,7 @@ class CloudProvider(Provider):
                     "skyward.cloud_leftovers", provider=self.name, instances=", ".join(i.id for i in left)
                 )
                 await self.destroy(cluster, left)
+                self._let_go(left)
             await self.release(cluster)
         finally:
             remove_pool_key(cluster.id)
@@ -313,6 +336,7 @@ class CloudProvider(Provider):
     async def _destroy_quietly(self, cluster: Cluster, instances: Sequence[Instance]) -> None:
         try:
             await self.destroy(cluster, list(instances))
+            self._let_go(instances)
         except Exception as exc:  # noqa: BLE001 - reported; the launch error is the one raised
             ids = ", ".join(i.id for i in instances)
             self._log.error("skyward.cloud_destroy_failed", provider=self.name, instances=ids, error=str(exc))

@@ -16,8 +16,38 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from skyward.errors import ConfigurationError
 from skyward.logging import register_secret
+
+
+@attrs.frozen
+class CredentialStatus:
+    """What a provider config's optional `credentials()` answers, for `sky providers`.
+
+    `found` says whether a credential is there to use, `where` where it comes from (a variable,
+    a file, a profile) or, when it is not found, where it is looked for. `verified` is None until
+    a cheap authenticated call was made (`credentials(check=True)`), then whether the provider
+    accepted it; `detail` is what that call said (an account id, or the provider's refusal).
+    """
+
+    found: bool
+    where: str
+    verified: bool | None = None
+    detail: str = ""
+
+
+def locate_secret(env_var: str, config_files: Sequence[Path] = ()) -> CredentialStatus:
+    """Where `resolve_secret` would find a key with no argument given: `$env_var`, else the first
+    non-empty file of `config_files`. Reads nothing else, calls nothing, registers nothing."""
+    if os.environ.get(env_var, "").strip():
+        return CredentialStatus(found=True, where=f"${env_var}")
+    for path in config_files:
+        if path.is_file() and path.read_text().strip():
+            return CredentialStatus(found=True, where=str(path))
+    places = [f"${env_var}", *(str(p) for p in config_files)]
+    return CredentialStatus(found=False, where="looked in " + ", ".join(places))
 
 
 def resolve_secret(

@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
+from skyward.options import Options
 from skyward.plugin import LaunchCommand
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.transport import forkserver
 from skyward.transport.pipes import PipeChannel
 
 if TYPE_CHECKING:
+    from skyward.providers.credentials import CredentialStatus
     from skyward.spec import Spec
 
 
@@ -56,12 +58,19 @@ class Local:
     def name(self) -> str:
         return "local"
 
-    def create(self) -> LocalProvider:
-        return LocalProvider(isolated=self.isolated, fork=self.fork)
+    def create(self, options: Options | None = None) -> LocalProvider:
+        return LocalProvider(options, isolated=self.isolated, fork=self.fork)
 
     def hourly_price(self, spec: Spec) -> float:
         """What a node costs per hour, for `Options(selection="cheapest")`: nothing, here."""
         return 0.0
+
+    @classmethod
+    def credentials(cls, check: bool = False) -> CredentialStatus:
+        """For `sky providers`: this machine needs no credentials."""
+        from skyward.providers.credentials import CredentialStatus
+
+        return CredentialStatus(found=True, where="none needed", verified=True if check else None)
 
 
 #: `Cluster.state` key of the pool folder of `Local(isolated=True)`.
@@ -132,7 +141,8 @@ def _meminfo_total() -> int:
 class LocalProvider(Provider):
     name = "local"
 
-    def __init__(self, isolated: bool = False, fork: bool = True) -> None:
+    def __init__(self, options: Options | None = None, *, isolated: bool = False, fork: bool = True) -> None:
+        super().__init__(options)
         self.isolated = isolated
         self.fork = fork and not isolated and forkserver.available()
         self._server: forkserver.ForkServer | None = None
@@ -140,6 +150,8 @@ class LocalProvider(Provider):
         #: isolated: each node's bootstrap script, once it ran, and the lock its workers take turns on.
         self._scripts: dict[int, Any] = {}
         self._node_locks: dict[int, asyncio.Lock] = {}
+        #: The instances provisioned and not terminated yet, by id: `machines`.
+        self._held: dict[str, Instance] = {}
 
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
         if self.isolated:
@@ -188,13 +200,19 @@ class LocalProvider(Provider):
         # Every node is this machine, so each reports its figures (`instance_info().vcpus` and
         # `.memory_gb`, which a task may size its work by), as an SSH host reports its own.
         vcpus, memory_gb = machine_resources()
-        return [
+        instances = [
             Instance(
                 id=f"{cluster.id}-local-{i}", node=i, instance_type="process", vcpus=vcpus,
                 memory_gb=memory_gb,
             )
             for i in nodes
         ]
+        self._held.update((i.id, i) for i in instances)
+        return instances
+
+    async def machines(self, cluster: Cluster) -> list[Instance]:
+        """The process slots provisioned and not terminated yet (this machine is not the pool's)."""
+        return list(self._held.values())
 
     def python_bin(self, cluster: Cluster) -> str:
         if self.isolated:
@@ -251,6 +269,8 @@ class LocalProvider(Provider):
 
     async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
         """Local instances are the worker processes, which the pool stops with their channels."""
+        for instance in instances:
+            self._held.pop(instance.id, None)
 
     async def teardown(self, cluster: Cluster) -> None:
         await asyncio.to_thread(self._close_server)

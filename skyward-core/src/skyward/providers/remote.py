@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
+from skyward.options import Options
+
 if TYPE_CHECKING:
     from skyward.providers.base import Cluster, Instance, NodeSetup
     from skyward.transport.ssh import Connection, SSHChannel
@@ -67,12 +69,13 @@ class RemoteNodes:
         key_file: str | None = None,
         known_hosts: str | None = None,
         python: str | None = None,
+        options: Options | None = None,
     ) -> None:
         self.key_file = key_file
         self.known_hosts = known_hosts
         self.python = python
         #: The pool's `sky.Options` (the provider passes its own on).
-        self.options: Any = None
+        self.options = options if options is not None else Options()
         #: How long the first login to a node may keep being refused: a cloud machine that just got
         #: an address is still booting, and its sshd may take minutes (clouds set it; None means
         #: `ssh_timeout`, right for machines that are already up).
@@ -92,12 +95,12 @@ class RemoteNodes:
 
     @property
     def ssh_timeout(self) -> float:
-        value = getattr(self.options, "ssh_timeout", None)
+        value = self.options.ssh_timeout
         return float(value) if value is not None else DEFAULT_SSH_TIMEOUT
 
     @property
     def retry_interval(self) -> float:
-        value = getattr(self.options, "ssh_retry_interval", None)
+        value = self.options.ssh_retry_interval
         return float(value) if value is not None else DEFAULT_RETRY_INTERVAL
 
     # -- logging in --------------------------------------------------------------------------------

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from skyward.errors import ConfigurationError, HostKeyError
+from skyward.options import Options
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.providers.remote import FIRST_LOGIN_TIMEOUT, Login, RemoteNodes
 
 if TYPE_CHECKING:
+    from skyward.providers.credentials import CredentialStatus
     from skyward.spec import Nodes, Spec
     from skyward.transport.ssh import SSHChannel
 
@@ -124,12 +126,19 @@ class SSH:
                 "each node is one host: list more hosts or ask for fewer nodes"
             )
 
-    def create(self) -> SSHProvider:
-        return SSHProvider(self)
+    def create(self, options: Options | None = None) -> SSHProvider:
+        return SSHProvider(self, options)
 
     def hourly_price(self, spec: Spec) -> float:
         """Machines you already have cost nothing extra here."""
         return 0.0
+
+    @classmethod
+    def credentials(cls, check: bool = False) -> CredentialStatus:
+        """For `sky providers`: the keys are the user's own SSH setup (agent, ~/.ssh), per host."""
+        from skyward.providers.credentials import CredentialStatus
+
+        return CredentialStatus(found=True, where="your SSH keys (agent or ~/.ssh)")
 
 
 def head_port(pool_id: str) -> int:
@@ -144,16 +153,19 @@ class SSHProvider(Provider):
 
     name = "ssh"
 
-    def __init__(self, config: SSH) -> None:
+    def __init__(self, config: SSH, options: Options | None = None) -> None:
+        super().__init__(options)
         self.config = config
         self.targets = config.targets
         self.nodes = RemoteNodes(
-            key_file=config.key_file, known_hosts=config.known_hosts, python=config.python
+            key_file=config.key_file, known_hosts=config.known_hosts, python=config.python,
+            options=self.options,
         )
+        #: The instances provisioned and not terminated yet, by id: `machines`.
+        self._held: dict[str, Instance] = {}
 
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
         """Log in to every host once (host keys checked, home folders learnt); fail naming the host."""
-        self.nodes.options = self.options
         timeout = min(self.nodes.ssh_timeout, FIRST_LOGIN_TIMEOUT)
         logins = [Login(t.host, t.port, t.user) for t in self.targets]
         results = await asyncio.gather(
@@ -174,7 +186,13 @@ class SSHProvider(Provider):
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id))
 
     async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
-        return self.planned_instances(cluster, nodes)
+        instances = self.planned_instances(cluster, nodes)
+        self._held.update((i.id, i) for i in instances)
+        return instances
+
+    async def machines(self, cluster: Cluster) -> list[Instance]:
+        """The hosts this pool holds (a node folder and workers on each) and has not let go yet."""
+        return list(self._held.values())
 
     def planned_instances(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         """The instances of these nodes: your hosts, in order. Nothing is created, so `sky.plan`
@@ -212,6 +230,8 @@ class SSHProvider(Provider):
     async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
         """Kill every worker this pool started on these hosts and remove their node folders."""
         await asyncio.gather(*(self.nodes.clean(cluster, i) for i in instances), return_exceptions=True)
+        for instance in instances:
+            self._held.pop(instance.id, None)
 
     async def teardown(self, cluster: Cluster) -> None:
         await self.nodes.close()

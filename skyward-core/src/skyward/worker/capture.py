@@ -13,7 +13,7 @@ import select
 import sys
 import threading
 
-from skyward.output import RoutingStream
+from skyward.output_routing import RoutingStream
 from skyward.wire import Kind
 
 

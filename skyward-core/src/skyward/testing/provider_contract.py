@@ -1,0 +1,165 @@
+"""The provider contract as tests: what any provider package can run against its own config.
+
+A provider package subclasses `ProviderContract` in its test suite and gives it its config::
+
+    from skyward.testing.provider_contract import ProviderContract
+
+
+    class TestMyCloud(ProviderContract):
+        nodes = 2
+
+        @pytest.fixture
+        def config(self):
+            return MyCloud(region="test-1")
+
+pytest then runs every check below against that config: the config is a named value that
+cloudpickle round-trips and a `Spec` takes; `create(options)` hands the pool's options to the
+provider; `hourly_price` answers a price or None; `shutdown_command` is a command or None;
+`sky.plan`'s questions (`planned_instances`, `bootstrap_args`) need no machine; the lifecycle
+driven by hand (prepare, provision `nodes` machines, list them, terminate twice, teardown) lists
+every machine while it exists and none after; and a real pool on the config runs a task on every
+node, while `machines(cluster)` lists exactly the pool's instances, and leaves nothing once it has
+stopped, neither for the provider that ran it nor for a fresh one (as `sky ls` in another process
+would ask).
+
+The checks start real machines: give them a config that points at something cheap (loopback
+sshd's, a fake API, local processes). Skyward's own suite runs them against `sky.Local()`,
+`sky.SSH` on loopback OpenSSH servers, and examples/provider-package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any, ClassVar
+
+import cloudpickle
+import pytest
+
+import skyward as sky
+from skyward.options import Options
+from skyward.providers.base import Cluster, Instance, Provider
+from skyward.runtime import instance_info
+from skyward.spec import Spec
+
+#: The task a contract pool runs: where it ran. Pickled by reference (`skyward.runtime`), so a
+#: node needs nothing of this module, or of pytest.
+where = sky.function(instance_info)
+
+
+class _Recording:
+    """A provider config that is `config` in every respect, and remembers each provider it
+    created with the cluster `prepare` returned and the event loop it ran on, so that a check can
+    ask that very provider for its machines while its pool runs and after it stopped."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.started: list[tuple[Provider, Cluster, asyncio.AbstractEventLoop]] = []
+
+    def __getattr__(self, name: str) -> Any:  # default_nodes, check_nodes...: the config's own
+        if name == "config":
+            raise AttributeError(name)
+        return getattr(self.config, name)
+
+    @property
+    def name(self) -> str:
+        return str(self.config.name)
+
+    def hourly_price(self, spec: Spec) -> float | None:
+        return self.config.hourly_price(spec)
+
+    def create(self, options: Options | None = None) -> Provider:
+        provider = self.config.create(options)
+        prepare = provider.prepare
+
+        async def recording_prepare(spec: Spec, pool_id: str) -> Cluster:
+            cluster = await prepare(spec, pool_id)
+            self.started.append((provider, cluster, asyncio.get_running_loop()))
+            return cluster
+
+        provider.prepare = recording_prepare  # type: ignore[method-assign]
+        return provider
+
+
+def _ids(instances: list[Instance]) -> set[str]:
+    return {i.id for i in instances}
+
+
+class ProviderContract:
+    """The contract checks; subclass it as `Test...` and override the `config` fixture."""
+
+    #: How many nodes the lifecycle and the pool start (the provider must be able to give that many).
+    nodes: ClassVar[int] = 2
+    #: Extra `sky.Compute` keywords for the pool check (an image, options...).
+    compute_kwargs: ClassVar[dict[str, Any]] = {}
+
+    @pytest.fixture
+    def config(self) -> Any:
+        raise NotImplementedError("a ProviderContract subclass overrides the `config` fixture")
+
+    # -- the config --------------------------------------------------------------------------------
+
+    def test_the_config_is_a_named_value_that_a_spec_takes_and_cloudpickle_ships(self, config: Any) -> None:
+        assert isinstance(config.name, str) and config.name
+        assert Spec(provider=config, nodes=1).provider_config() is config
+        assert cloudpickle.loads(cloudpickle.dumps(config)) == config  # specs travel with cloudpickle
+
+    def test_create_hands_the_pools_options_to_the_provider(self, config: Any) -> None:
+        options = Options(ssh_timeout=7, provision_timeout=11)
+        provider = config.create(options)
+        assert isinstance(provider, Provider)
+        assert provider.options is options
+
+    def test_create_without_options_gives_the_defaults(self, config: Any) -> None:
+        assert config.create().options == Options()
+
+    def test_hourly_price_is_a_price_or_none(self, config: Any) -> None:
+        price = config.hourly_price(Spec(provider=config, nodes=1))
+        assert price is None or (isinstance(price, int | float) and price >= 0)
+
+    def test_the_shutdown_command_is_a_command_or_none(self, config: Any) -> None:
+        command = config.create(Options()).shutdown_command
+        assert command is None or (isinstance(command, str) and command.strip())
+
+    def test_a_plan_asks_the_provider_without_starting_anything(self, config: Any) -> None:
+        provider = config.create(Options())
+        spec = Spec(provider=config, nodes=self.nodes)
+        cluster = Cluster(id="contract-plan", provider=config.name, spec=spec)
+        planned = provider.planned_instances(cluster, list(range(self.nodes)))
+        assert [i.node for i in planned] == list(range(self.nodes))
+        assert isinstance(provider.bootstrap_args(), dict)
+
+    # -- the lifecycle -------------------------------------------------------------------------------
+
+    def test_the_lifecycle_lists_every_machine_while_it_exists_and_none_after(self, config: Any) -> None:
+        async def lifecycle() -> None:
+            provider = config.create(Options())
+            spec = Spec(provider=config, nodes=self.nodes)
+            cluster = await provider.prepare(spec, f"contract-{uuid.uuid4().hex[:8]}")
+            try:
+                instances = await provider.provision(cluster, list(range(self.nodes)))
+                assert sorted(i.node for i in instances) == list(range(self.nodes))
+                assert len(_ids(instances)) == self.nodes
+                assert _ids(await provider.machines(cluster)) == _ids(instances)
+                await provider.terminate(cluster, instances)
+                await provider.terminate(cluster, instances)  # idempotent: gone is fine
+                assert await provider.machines(cluster) == []
+            finally:
+                await provider.teardown(cluster)
+            assert await provider.machines(cluster) == []
+
+        asyncio.run(lifecycle())
+
+    def test_a_pool_runs_a_task_on_every_node_and_leaves_nothing(self, config: Any) -> None:
+        recording = _Recording(config)
+        kwargs: dict[str, Any] = {"console": False, "logging": False, **self.compute_kwargs}
+        with sky.Compute(provider=recording, nodes=self.nodes, **kwargs) as pool:
+            infos = where() @ pool
+            assert sorted(i.node for i in infos) == list(range(self.nodes))
+            assert {i.provider for i in infos} == {config.name}
+            provider, cluster, loop = recording.started[-1]
+            listed = asyncio.run_coroutine_threadsafe(provider.machines(cluster), loop).result(60)
+            assert _ids(listed) == {i.id for i in infos}
+        assert asyncio.run(provider.machines(cluster)) == []
+        fresh = config.create(Options())  # what `sky ls` in another process would find
+        assert asyncio.run(fresh.machines(cluster)) == []
