@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import skyward as sky
 from skyward.config import find_config, load_config, load_pool
 from skyward.errors import ConfigurationError
 from skyward.image import Image, PipIndex
@@ -16,9 +17,19 @@ from skyward.spec import Nodes, Volume
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test gets its own working directory and no inherited SKYWARD_CONFIG."""
+    """Each test gets its own working directory, no inherited SKYWARD_CONFIG, and its own
+    (empty) SKYWARD_HOME, so the user's real ~/.skyward/defaults.toml never leaks in."""
     monkeypatch.delenv("SKYWARD_CONFIG", raising=False)
+    monkeypatch.setenv("SKYWARD_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
+
+
+def write_user_defaults(folder: Path, text: str) -> Path:
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
+    path = home / "defaults.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
 
 
 def write(folder: Path, text: str) -> Path:
@@ -230,10 +241,137 @@ def test_a_broken_pool_does_not_stop_another(tmp_path: Path) -> None:
     assert load_pool("good")[0].nodes == Nodes(2)
 
 
-def test_plugins_in_the_file_point_to_python(tmp_path: Path) -> None:
-    write(tmp_path, '[pools.train]\nplugins = ["torch"]\n')
-    with pytest.raises(ConfigurationError, match="plugins cannot be set in skyward.toml"):
+def test_plugins_by_name_and_with_arguments_are_built_by_their_factories(tmp_path: Path) -> None:
+    write(tmp_path, """
+        [pools.train]
+        plugins = ["sklearn", { name = "mig", profile = "3g.40gb" }, { name = "joblib", version = "1.4.2" }]
+    """)
+    spec, _ = load_pool("train")
+    assert [plugin.name for plugin in spec.plugins] == ["sklearn", "mig", "joblib"]
+    assert spec.plugins[1] == sky.plugins.mig("3g.40gb")
+    assert "joblib==1.4.2" in spec.plugins[2].transform(Image(), None).pip  # type: ignore[misc]
+
+
+def test_an_unknown_plugin_argument_names_the_plugin_and_the_close_key(tmp_path: Path) -> None:
+    path = write(tmp_path, '[pools.train]\nplugins = ["sklearn", { name = "joblib", versoin = "1" }]\n')
+    with pytest.raises(ConfigurationError) as raised:
         load_pool("train")
+    message = str(raised.value)
+    assert message.startswith(f"{path} [pools.train].plugins[1]: unknown key 'versoin'")
+    assert "did you mean 'version'?" in message
+
+
+def test_a_plugin_without_its_package_says_what_to_install(tmp_path: Path) -> None:
+    write(tmp_path, '[pools.train]\nplugins = ["nosuchplugin"]\n')
+    with pytest.raises(ConfigurationError, match=r"plugins\[0\]: No plugin named 'nosuchplugin'"):
+        load_pool("train")
+
+
+def test_a_named_provider_table_is_used_by_a_pool(tmp_path: Path) -> None:
+    write(tmp_path, """
+        [providers.box]
+        type = "local"
+        isolated = true
+
+        [pools.train]
+        provider = "box"
+        nodes = 2
+    """)
+    spec, _ = load_pool("train")
+    assert spec.provider == sky.Local(isolated=True)
+
+
+def test_a_provider_table_named_after_its_type_needs_no_type(tmp_path: Path) -> None:
+    write(tmp_path, '[providers.local]\nisolated = true\n[pools.train]\nprovider = "local"\n')
+    assert load_pool("train")[0].provider == sky.Local(isolated=True)
+
+
+def test_a_pool_may_still_name_a_provider_type_directly(tmp_path: Path) -> None:
+    write(tmp_path, '[providers.box]\ntype = "local"\nisolated = true\n[pools.train]\nprovider = "local"\n')
+    assert load_pool("train")[0].provider == sky.Local()
+
+
+def test_a_mistake_in_a_named_provider_names_its_table_and_the_fix(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [providers.box]
+        type = "local"
+        isolatd = true
+        [pools.train]
+        provider = "box"
+    """)
+    with pytest.raises(ConfigurationError) as raised:
+        load_pool("train")
+    assert str(raised.value).startswith(f"{path} [providers.box]: unknown key 'isolatd'")
+    assert "did you mean 'isolated'?" in str(raised.value)
+
+
+def test_user_defaults_lie_under_the_project_file(tmp_path: Path) -> None:
+    write_user_defaults(tmp_path, """
+        [defaults]
+        ttl = 120
+        nodes = 3
+        [defaults.options]
+        console = "log"
+        [providers.box]
+        type = "local"
+        isolated = true
+    """)
+    write(tmp_path, '[defaults]\nttl = 60\n[pools.train]\nprovider = "box"\n')
+    spec, options = load_pool("train")
+    assert (spec.ttl, spec.nodes, spec.provider) == (60, Nodes(3), sky.Local(isolated=True))
+    assert options.console == "log"
+
+
+def test_a_project_provider_table_merges_over_the_users_of_the_same_name(tmp_path: Path) -> None:
+    write_user_defaults(tmp_path, '[providers.box]\ntype = "local"\nisolated = true\n')
+    write(tmp_path, '[providers.box]\nfork = false\n[pools.train]\nprovider = "box"\n')
+    assert load_pool("train")[0].provider == sky.Local(isolated=True, fork=False)
+
+
+def test_user_defaults_may_not_hold_pools(tmp_path: Path) -> None:
+    path = write_user_defaults(tmp_path, "[pools.train]\nnodes = 2\n")
+    with pytest.raises(ConfigurationError, match=rf"{path}: unknown top-level table\(s\) pools"):
+        load_config()
+
+
+def test_a_file_pool_equals_the_same_pool_written_in_python(tmp_path: Path) -> None:
+    write_user_defaults(tmp_path, '[providers.box]\ntype = "local"\nisolated = true\n')
+    write(tmp_path, """
+        [defaults]
+        ttl = 300
+        [pools.train]
+        provider = "box"
+        accelerator = "A100"
+        nodes = [2, 4]
+        plugins = [{ name = "mig", profile = "1g.10gb" }]
+        image = { pip = ["numpy"] }
+        options = { console = "log", worker = { concurrency = 2 } }
+    """)
+    in_python = (
+        sky.Spec(
+            provider=sky.Local(isolated=True), accelerator="A100", nodes=(2, 4), ttl=300,
+            plugins=[sky.plugins.mig("1g.10gb")], image=sky.Image(pip=["numpy"]),
+        ),
+        sky.Options(console="log", worker=sky.Worker(concurrency=2)),
+    )
+    assert load_pool("train") == in_python
+
+
+def test_problems_lists_each_broken_provider_and_pool_once(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [providers.box]
+        type = "local"
+        bogus = 1
+        [pools.ok]
+        nodes = 1
+        [pools.bad]
+        nodse = 2
+    """)
+    problems = load_config().problems()
+    assert problems == [
+        f"{path} [providers.box]: unknown key 'bogus' for the local provider; valid keys: isolated, fork",
+        f"{path} [pools.bad]: unknown key 'nodse'; did you mean 'nodes'?",
+    ]
 
 
 def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
@@ -244,7 +382,8 @@ def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
 
 def test_unknown_top_level_table_names_the_valid_ones(tmp_path: Path) -> None:
     write(tmp_path, "[pool.train]\n")
-    with pytest.raises(ConfigurationError, match=r"use \[defaults\] and \[pools.<name>\]"):
+    valid = r"use \[defaults\], \[providers.<name>\] and \[pools.<name>\]"
+    with pytest.raises(ConfigurationError, match=valid):
         load_config()
 
 

@@ -2,16 +2,23 @@
 
 The file is found through ``$SKYWARD_CONFIG`` when set, else by looking for ``skyward.toml`` in
 the current directory and then each parent (like ``pyproject.toml``), so a script run from a
-sub-folder of a project still finds the project's pools. The shape::
+sub-folder of a project still finds the project's pools. Under it lies the user's own
+``~/.skyward/defaults.toml`` (``$SKYWARD_HOME/defaults.toml``), which may hold ``[defaults]`` and
+``[providers.NAME]`` for every project of that user; the project's file wins key by key. The shape::
 
     [defaults]                      # applied under every pool; a pool's own keys win
     ttl = 900
     [defaults.options]
     console = "log"
 
+    [providers.gpu]                 # a named provider: its type and that provider's own fields
+    type = "aws"                    # (left out, the type is the table's name: [providers.aws])
+    region = "us-east-1"
+
     [pools.train]
-    provider = "aws"                # a registered provider name; or a table with `type`:
+    provider = "gpu"                # a [providers.NAME] table, else a registered provider type;
     # provider = { type = "aws", region = "us-east-1" }    (same as a [pools.train.provider] table)
+    plugins = ["torch", { name = "joblib", version = "1.4.2" }]   # sky.plugins.<name>(**arguments)
     accelerator = "A100"            # catalog name; strings are fine here and in Python
     nodes = 4                       # or [2, 8] (start 2, up to 8), or { desired = 8, min = 4 }
     allocation = "spot"
@@ -26,44 +33,53 @@ sub-folder of a project still finds the project's pools. The shape::
     worker = { concurrency = 4 }    # sky.Worker fields
     logging = { level = "DEBUG" }   # sky.LogConfig fields, or true / false
 
-Every other ``Spec`` field may appear in a pool table. One cattrs converter turns the tables into
-records, refusing unknown keys and naming the key path of any failure. Merging ``[defaults]`` under a pool is
-per key: tables (``image``, ``options``, ``provider`` of the same ``type``...) merge key by key,
-while any other value set in the pool, lists included, replaces the default. A ``provider``
-value is given, with its other keys as keyword arguments, to
-``skyward.registry.provider_config(type, ...)``, so a provider from another package works as soon
-as that package is installed. ``plugins`` are Python objects and stay in Python.
+Every other ``Spec`` field may appear in a pool table. This module finds the files and lays their
+tables over each other; ``skyward.config_records`` turns a finished table into records with one
+cattrs converter, refusing unknown keys and naming the key path of any failure. Merging
+``[defaults]`` under a pool is per key: tables (``image``, ``options``, ``provider`` of the same
+``type``...) merge key by key, while any other value set in the pool, lists included, replaces the
+default. A ``provider`` table's ``type`` is looked up with ``skyward.registry.provider_class`` and
+its other keys are that class's arguments, so a provider from another package works as soon as
+that package is installed; a plugin name goes to ``skyward.registry.plugin_factory`` the same way.
+The records are the ones the Python API builds, so a pool from the file equals the same pool
+written in Python (``Spec`` and ``Options`` compare by value; a plugin compares equal when its
+factory's values do).
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
 import os
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
-from cattrs.errors import (
-    ClassValidationError,
-    ForbiddenExtraKeysError,
-    IterableValidationError,
-    IterableValidationNote,
-)
-from cattrs.gen import make_dict_structure_fn_from_attrs, override
 
+from skyward.config_records import CONFIG_FILENAME, build_pool, build_provider
 from skyward.errors import ConfigurationError
-from skyward.image import Image
-from skyward.options import LogConfig, Options, Worker
-from skyward.spec import Nodes, Spec, Volume
+from skyward.logging import skyward_home
 
-__all__ = ["CONFIG_ENV", "CONFIG_FILENAME", "SkywardConfig", "find_config", "load_config", "load_pool"]
+if TYPE_CHECKING:
+    from skyward.options import Options
+    from skyward.spec import Spec
 
-CONFIG_FILENAME = "skyward.toml"
+__all__ = [
+    "CONFIG_ENV", "CONFIG_FILENAME", "USER_DEFAULTS_FILENAME", "SkywardConfig", "find_config",
+    "load_config", "load_pool", "user_defaults_path",
+]
+
 CONFIG_ENV = "SKYWARD_CONFIG"
+USER_DEFAULTS_FILENAME = "defaults.toml"
+#: The top-level tables each file may hold (the user's file has no pools: they belong to projects).
+_PROJECT_TABLES = ("defaults", "providers", "pools")
+_USER_TABLES = ("defaults", "providers")
+
+
+def user_defaults_path() -> Path:
+    """The user-wide file under every project's: ``$SKYWARD_HOME/defaults.toml`` (~/.skyward)."""
+    return skyward_home() / USER_DEFAULTS_FILENAME
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -85,35 +101,74 @@ def find_config(start: Path | None = None) -> Path | None:
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> SkywardConfig:
-    """Read the config file (``path``, else the one ``find_config`` finds; none is an empty config).
+    """Read the config file (``path``, else the one ``find_config`` finds) over the user's
+    ``defaults.toml``; neither file is an empty config.
 
     Only the TOML is read here; pools are built into specs on demand by ``SkywardConfig.pool``, so
     a mistake in one pool does not stop another from being used.
     """
     found = Path(path) if path is not None else find_config()
-    if found is None:
-        return SkywardConfig(path=None)
+    project = _read(found, _PROJECT_TABLES, "use [defaults], [providers.<name>] and [pools.<name>]")
+    user_path = user_defaults_path()
+    user = _read(user_path, _USER_TABLES, "a user's defaults.toml holds [defaults] and [providers.<name>]",
+                 missing_ok=True)
+    providers: dict[str, dict[str, Any]] = {}
+    sources: dict[str, Path] = {}
+    for origin, data in ((user_path, user), (found, project)):
+        if origin is None:
+            continue
+        for name, table in data.get("providers", {}).items():
+            # Without a type, a table adds to the user's table of that name, else names its type.
+            mine = providers.get(name)
+            kind = table.get("type", mine["type"] if mine is not None else name)
+            named = {**table, "type": kind}
+            same = mine is not None and mine["type"] == kind
+            providers[name] = _merge(mine, named) if same and mine is not None else named
+            sources[name] = origin
+    return SkywardConfig(
+        path=found,
+        defaults=project.get("defaults", {}),
+        pools=project.get("pools", {}),
+        providers=providers,
+        provider_files=sources,
+        user_path=user_path if user else None,
+        user_defaults=user.get("defaults", {}),
+    )
+
+
+def _read(
+    path: Path | None, tables: tuple[str, ...], fix: str, missing_ok: bool = False
+) -> dict[str, Any]:
+    """The TOML of ``path``, its top-level tables checked; a missing file is ``{}`` or an error."""
+    if path is None:
+        return {}
     try:
-        with open(found, "rb") as file:
+        with open(path, "rb") as file:
             data = tomllib.load(file)
     except FileNotFoundError:
+        if missing_ok:
+            return {}
         raise ConfigurationError(
-            f"{found}: no such file; create it or pass the path of your skyward.toml"
+            f"{path}: no such file; create it or pass the path of your skyward.toml"
         ) from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigurationError(f"{found}: not valid TOML ({error}); fix the file and retry") from None
-    unknown = sorted(set(data) - {"defaults", "pools"})
+        raise ConfigurationError(f"{path}: not valid TOML ({error}); fix the file and retry") from None
+    unknown = sorted(set(data) - set(tables))
     if unknown:
-        raise ConfigurationError(
-            f"{found}: unknown top-level table(s) {', '.join(unknown)}; use [defaults] and [pools.<name>]"
-        )
-    defaults, pools = data.get("defaults", {}), data.get("pools", {})
-    if not isinstance(defaults, dict) or not isinstance(pools, dict):
-        raise ConfigurationError(f"{found}: [defaults] and [pools.<name>] must be tables")
-    for name, table in pools.items():
-        if not isinstance(table, dict):
-            raise ConfigurationError(f"{found}: pools.{name} must be a table, e.g. [pools.{name}]")
-    return SkywardConfig(path=found, defaults=defaults, pools=pools)
+        raise ConfigurationError(f"{path}: unknown top-level table(s) {', '.join(unknown)}; {fix}")
+    for table in tables:
+        if not isinstance(data.get(table, {}), dict):
+            raise ConfigurationError(f"{path}: {table} must be a table, e.g. [{table}]")
+    for group in ("pools", "providers"):
+        for name, table in data.get(group, {}).items():
+            if not isinstance(table, dict):
+                raise ConfigurationError(f"{path}: {group}.{name} must be a table, e.g. [{group}.{name}]")
+    for name, table in data.get("providers", {}).items():
+        if not isinstance(table.get("type", name), str):
+            raise ConfigurationError(
+                f'{path}: providers.{name}.type must be a provider name, e.g. type = "aws"'
+            )
+    return data
 
 
 def load_pool(name: str, path: str | os.PathLike[str] | None = None) -> tuple[Spec, Options]:
@@ -123,15 +178,50 @@ def load_pool(name: str, path: str | os.PathLike[str] | None = None) -> tuple[Sp
 
 @attrs.frozen
 class SkywardConfig:
-    """A parsed ``skyward.toml``: raw tables, turned into ``Spec``/``Options`` per pool on request."""
+    """The parsed files: raw tables, turned into ``Spec``/``Options`` per pool on request.
+
+    ``defaults``, ``pools`` are the project file's; ``user_defaults`` the user's ``defaults.toml``
+    ``[defaults]`` (laid under the project's); ``providers`` both files' ``[providers.NAME]``
+    merged (the project's win), each with its ``type``, and ``provider_files`` where each was set.
+    """
 
     path: Path | None
     defaults: dict[str, Any] = attrs.field(factory=dict, hash=False)
     pools: dict[str, dict[str, Any]] = attrs.field(factory=dict, hash=False)
+    providers: dict[str, dict[str, Any]] = attrs.field(factory=dict, hash=False)
+    provider_files: dict[str, Path] = attrs.field(factory=dict, hash=False)
+    user_path: Path | None = None
+    user_defaults: dict[str, Any] = attrs.field(factory=dict, hash=False)
 
     @property
     def pool_names(self) -> tuple[str, ...]:
         return tuple(self.pools)
+
+    @property
+    def provider_names(self) -> tuple[str, ...]:
+        return tuple(self.providers)
+
+    def provider(self, name: str) -> Any:
+        """The provider config of ``[providers.<name>]``, or an error naming its file and key."""
+        if name not in self.providers:
+            defined = ", ".join(repr(n) for n in self.providers) or "none"
+            raise ConfigurationError(
+                f"no [providers.{name}] table (defined: {defined}); add one with type = \"<provider>\""
+            )
+        where = f"{self.provider_files[name]} [providers.{name}]"
+        try:
+            return build_provider(self.providers[name])
+        except Exception as error:  # noqa: BLE001 - every failure becomes one error naming its table
+            raise ConfigurationError(f"{where}: {error}") from None
+
+    def table(self, name: str) -> dict[str, Any]:
+        """``[pools.<name>]`` as it is built: over both files' ``[defaults]``, a named provider
+        replaced by its table (``sky config show`` prints this)."""
+        layers = (self.user_defaults, self.defaults, self.pools[name])
+        merged: dict[str, Any] = {}
+        for layer in layers:
+            merged = _merge(merged, _normalize_provider(layer, self.providers))
+        return merged
 
     def pool(self, name: str) -> tuple[Spec, Options]:
         """Build the named pool, or say which pools exist and where they were looked for."""
@@ -148,31 +238,44 @@ class SkywardConfig:
                 f"Compute(name={name!r}): no such pool in {self.path} (defined: {defined}){hint}"
             )
         where = f"{self.path} [pools.{name}]"
-        table = _merge(_normalize_provider(self.defaults), _normalize_provider(self.pools[name]))
+        layers = (self.user_defaults, self.defaults, self.pools[name])
+        named = next((layer["provider"] for layer in reversed(layers) if "provider" in layer), None)
+        if isinstance(named, str) and named in self.providers:
+            self.provider(named)  # its own mistakes are reported at its own table
         try:
-            return _build(table, where)
+            return build_pool(self.table(name), where)
         except ConfigurationError as error:
             if str(error).startswith(str(self.path)):
                 raise
             raise ConfigurationError(f"{where}: {error}") from None
 
+    def problems(self) -> list[str]:
+        """Every named provider and pool built, and the error of each that fails (``sky config
+        validate``): one line each, naming the file, the key and the fix."""
+        found: list[str] = []
+        for name in self.providers:
+            try:
+                self.provider(name)
+            except ConfigurationError as error:
+                found.append(str(error))
+        for name in self.pools:
+            try:
+                self.pool(name)
+            except ConfigurationError as error:
+                if str(error) not in found:
+                    found.append(str(error))
+        return found
 
-# --- building specs from tables, with a cattrs converter
-#
-# cattrs walks the tables: it refuses keys a record does not have (``forbid_extra_keys``), builds the
-# nested records (image, nodes, volumes, options, worker, logging) and collects, for any failure,
-# the path of keys that led to it. Values themselves are passed as they are to the attrs classes,
-# whose converters and validators already turn "A100" into an accelerator or refuse ``nodes = 0``
-# with an error naming the fix; a second, weaker copy of those rules here would drift from them.
 
-_TOML_ONLY_KEYS = ("options",)
-
-
-def _normalize_provider(table: Mapping[str, Any]) -> dict[str, Any]:
-    """``provider = "aws"`` is shorthand for ``provider = { type = "aws" }``."""
+def _normalize_provider(
+    table: Mapping[str, Any], named: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """``provider = "gpu"`` is the ``[providers.gpu]`` table when there is one, else shorthand
+    for ``provider = { type = "gpu" }``."""
     result = dict(table)
-    if isinstance(result.get("provider"), str):
-        result["provider"] = {"type": result["provider"]}
+    value = result.get("provider")
+    if isinstance(value, str):
+        result["provider"] = dict(named[value]) if named and value in named else {"type": value}
     return result
 
 
@@ -189,168 +292,3 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
         else:
             result[key] = value
     return result
-
-
-def _table(value: object, key: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigurationError(f"{key} must be a table, e.g. [{key}] or {key} = {{ ... }}")
-    return value
-
-
-def _as_is(value: object, _type: object) -> object:
-    """Hand the value to the record's own converter and validators unchanged."""
-    return value
-
-
-Hook = Callable[[Any, Any], Any]
-
-
-def _record(converter: cattrs.Converter, cls: type, key: str) -> Hook:
-    """A nested record (``image``, a volume): it must be a table."""
-    return lambda value, _type: converter.structure(_table(value, key), cls)
-
-
-def _record_or_value(converter: cattrs.Converter, cls: type) -> Hook:
-    """``logging = true`` or ``logging = { level = "DEBUG" }``: a table is a record, anything else is kept."""
-    return lambda value, _type: converter.structure(value, cls) if isinstance(value, dict) else value
-
-
-def _provider(value: object, _type: object) -> object:
-    table = dict(_table(value, "provider"))
-    kind = table.pop("type", None)
-    if not isinstance(kind, str):
-        raise ConfigurationError(
-            'provider needs a name, e.g. provider = "aws" or provider = { type = "aws" }'
-        )
-    from skyward.registry import provider_config  # lazy: discovery loads entry points
-
-    return provider_config(kind, **table)
-
-
-def _nodes(converter: cattrs.Converter) -> Hook:
-    """``nodes = 4``, ``nodes = [2, 8]`` (a range) or ``nodes = { desired = 8, min = 4 }``."""
-
-    def structure(value: object, _type: object) -> object:
-        if isinstance(value, dict):
-            return converter.structure(value, Nodes)
-        return tuple(value) if isinstance(value, list) else value
-
-    return structure
-
-
-def _volumes(converter: cattrs.Converter) -> Hook:
-    def structure(value: object, _type: object) -> object:
-        if not isinstance(value, list):
-            return value  # Spec's own converter says what volumes must be
-        volume = _record(converter, Volume, "volumes")
-        volumes = []
-        for index, item in enumerate(value):
-            try:
-                volumes.append(volume(item, Volume))
-            except Exception as error:
-                raise _Within(f"[{index}]", error) from None
-        return tuple(volumes)
-
-    return structure
-
-
-class _Within(Exception):
-    """A failure inside one step of the key path that cattrs does not track itself (a list item)."""
-
-    def __init__(self, step: str, cause: BaseException) -> None:
-        super().__init__(step, cause)
-        self.step, self.cause = step, cause
-
-
-def _python_only(key: str, how: str) -> Hook:
-    def refuse(_value: object, _type: object) -> object:
-        raise ConfigurationError(f"{key} cannot be set in {CONFIG_FILENAME}; {how}")
-
-    return refuse
-
-
-def _register(converter: cattrs.Converter, cls: type, **hooks: Hook) -> None:
-    """Structure ``cls`` field by field: the named hooks where given, the value as it is elsewhere."""
-    overrides = {
-        field.name: override(struct_hook=hooks.get(field.name, _as_is)) for field in attrs.fields(cls)
-    }
-    # From the attrs fields, not the class: the records also carry a dataclass view, which cattrs
-    # would read instead and lose the attrs defaults computed from other fields (Spec.nodes).
-    structure = make_dict_structure_fn_from_attrs(
-        list(attrs.fields(cls)), cls, converter, _cattrs_forbid_extra_keys=True, **overrides
-    )
-    converter.register_structure_hook(cls, structure)
-
-
-@functools.cache
-def _converter() -> cattrs.Converter:
-    """The one converter from TOML tables to records (built on first use: it imports the catalog)."""
-    from skyward.accelerators import Accelerator
-
-    # Spec names Accelerator for type checkers only; cattrs resolves every annotation it reads.
-    attrs.resolve_types(Spec, localns={"Accelerator": Accelerator})
-    converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
-    for record in (Nodes, Volume, Worker, LogConfig, Image):
-        _register(converter, record)
-    _register(
-        converter, Options,
-        worker=_record_or_value(converter, Worker),
-        logging=_record_or_value(converter, LogConfig),
-        health_checker=_python_only(
-            "health_checker", "it is a Python object: set it with sky.Options in code"
-        ),
-    )
-    _register(
-        converter, Spec,
-        provider=_provider,
-        image=_record(converter, Image, "image"),
-        nodes=_nodes(converter),
-        volumes=_volumes(converter),
-        plugins=_python_only(
-            "plugins", "they are Python objects, so build the pool in code: "
-            "sky.Compute(sky.Spec(..., plugins=[...]))",
-        ),
-    )
-    return converter
-
-
-def _failure(error: BaseException, path: tuple[str, ...]) -> tuple[tuple[str, ...], BaseException]:
-    """The first real failure inside a cattrs error group, with the key path that led to it."""
-    if isinstance(error, _Within):
-        return _failure(error.cause, (*path, error.step))
-    if isinstance(error, ClassValidationError | IterableValidationError):
-        with_notes, without = error.group_exceptions()
-        for inner, note in with_notes:
-            step = f"[{note.index}]" if isinstance(note, IterableValidationNote) else str(note.name)
-            return _failure(inner, (*path, step))
-        if without:
-            return _failure(without[0], path)
-    return path, error
-
-
-def _message(error: BaseException, known_extra: tuple[str, ...]) -> str:
-    if isinstance(error, ForbiddenExtraKeysError):
-        key = sorted(error.extra_fields)[0]
-        known = tuple(field.name for field in attrs.fields(error.cl))
-        known += known_extra if error.cl is Spec else ()
-        close = difflib.get_close_matches(key, known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(known)}"
-        return f"unknown key {key!r}; {hint}"
-    return str(error)
-
-
-def _structure(value: object, cls: type, where: str, key: str | None) -> Any:
-    """Build ``cls`` from a table, or raise a ConfigurationError that points at the failing key."""
-    try:
-        return _converter().structure(_table(value, key) if key else value, cls)
-    except Exception as error:  # noqa: BLE001 - every failure becomes one error naming its key path
-        path, failure = _failure(error, (key,) if key else ())
-        dotted = "".join(step if step.startswith("[") else f".{step}" for step in path)
-        raise ConfigurationError(f"{where}{dotted}: {_message(failure, _TOML_ONLY_KEYS)}") from None
-
-
-def _build(table: dict[str, Any], where: str) -> tuple[Spec, Options]:
-    fields = dict(table)
-    options = fields.pop("options", {})
-    spec = _structure(fields, Spec, where, None)
-    return spec, _structure(options, Options, where, "options")

@@ -4,9 +4,10 @@
 
 Three families, each called through `pm.hook.<name>(...)` on its own plugin manager:
 
-- **discovery** (`skyward_providers`, `skyward_plugins`): implemented by the module an installed
-  distribution names in the `skyward` entry-point group; core's own built-ins (`skyward.builtins`)
-  come through the same entry point, so there is one path for everyone (`skyward.registry`);
+- **discovery** (`skyward_providers`, `skyward_plugins`, `skyward_cli_commands`): implemented by
+  the module an installed distribution names in the `skyward` entry-point group; core's own
+  built-ins (`skyward.builtins`) come through the same entry point, so there is one path for
+  everyone (`skyward.registry`);
 - **pool** (`skyward_workers_per_node` ... `skyward_worker_plugins`): called on the client by the
   pool's own manager (`skyward.hooks.PoolHooks`), which holds the installed distributions' modules
   and then each `Plugin` of `plugins=[...]`;
@@ -44,6 +45,8 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    import click
+
     from skyward.bootstrap.ops import Op
     from skyward.client.pool import Pool
     from skyward.image import Image
@@ -80,6 +83,18 @@ def skyward_plugins() -> Mapping[str, Callable[..., Plugin]]:
 
     Runs and combines like `skyward_providers`. Import the factory's module lazily (inside this
     function), so that discovering it imports no framework.
+    """
+
+
+@hookspec
+def skyward_cli_commands() -> Sequence[click.Command] | click.Command | None:
+    """Return the `click` commands or groups this distribution adds to the `sky` command line.
+
+    Collecting; runs once per `sky` invocation, when a command that is not built in is looked up
+    or the commands are listed (`sky --help`). Each distribution is called on its own: one that
+    raises or answers something other than click commands is reported and skipped. A command is
+    reached by its own name (`sky <name> ...`); a built-in command of the same name wins. Import
+    `click` and build the commands inside this function, so other entry points stay cheap.
     """
 
 

@@ -139,6 +139,22 @@ def _loaded() -> pluggy.PluginManager:
     return plugin_manager()
 
 
+def answers(hook_name: str) -> list[tuple[str, Any]]:
+    """`(name, answer)` of each installed distribution implementing the discovery hook
+    `hook_name` (`pm.hook.<hook_name>()`, one distribution at a time): for `sky providers`, which
+    shows which distribution offers what, and the `sky` subcommands of `skyward_cli_commands`.
+    A distribution that raises is reported and skipped; None answers are left out."""
+    found: list[tuple[str, Any]] = []
+    for name, call in callers(_loaded(), hook_name):
+        try:
+            results = call()
+        except Exception as exc:  # noqa: BLE001 - reported, then skipped
+            _report_broken(name, f"raised in {hook_name} ({type(exc).__name__}: {exc})")
+            continue
+        found.extend((name, result) for result in results if result is not None)
+    return found
+
+
 def hook_modules() -> list[tuple[str, object]]:
     """`(name, module)` of every distribution loaded (core's among them), in registration order:
     each pool's own manager registers these before the pool's plugins."""

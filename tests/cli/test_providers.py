@@ -1,0 +1,122 @@
+"""`sky providers`: what is installed, whether credentials are found, how to install the rest."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cli_support import Sky, no_traceback, write
+
+
+def by_type(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["type"]: row for row in listing["providers"]}
+
+
+def test_local_and_ssh_are_always_listed_with_credentials_found(sky: Sky) -> None:
+    rows = by_type(sky.json("providers"))
+    assert rows["local"]["distribution"] == rows["ssh"]["distribution"] == "skyward-core"
+    assert rows["local"]["credentials"]["found"] and rows["ssh"]["credentials"]["found"]
+
+
+def test_each_installed_cloud_names_the_distribution_that_offers_it(sky: Sky) -> None:
+    rows = by_type(sky.json("providers"))
+    assert {t: rows[t]["distribution"] for t in ("aws", "runpod", "vastai")} == {
+        "aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
+    }
+
+
+def test_a_runpod_key_in_the_environment_is_found(sky: Sky) -> None:
+    credentials = by_type(sky.json("providers", RUNPOD_API_KEY="rp-test-key"))["runpod"]["credentials"]
+    assert credentials == {"found": True, "where": "$RUNPOD_API_KEY", "verified": None, "detail": ""}
+
+
+def test_without_a_runpod_key_it_is_missing_and_the_command_still_succeeds(sky: Sky) -> None:
+    credentials = by_type(sky.json("providers"))["runpod"]["credentials"]
+    assert credentials["found"] is False and "$RUNPOD_API_KEY" in credentials["where"]
+
+
+def test_a_vastai_key_file_written_by_its_cli_is_found(sky: Sky) -> None:
+    key_file = write(sky.root / "user" / ".config" / "vastai" / "vast_api_key", "vast-test-key\n")
+    credentials = by_type(sky.json("providers"))["vastai"]["credentials"]
+    assert (credentials["found"], credentials["where"]) == (True, str(key_file))
+
+
+def test_aws_credentials_come_from_the_standard_variables(sky: Sky) -> None:
+    keys = {"AWS_ACCESS_KEY_ID": "AKIATESTINGSKYWARD01", "AWS_SECRET_ACCESS_KEY": "secret"}
+    assert by_type(sky.json("providers", **keys))["aws"]["credentials"]["found"] is True
+    assert by_type(sky.json("providers"))["aws"]["credentials"]["found"] is False
+
+
+def test_aws_credentials_come_from_a_profile_too(sky: Sky) -> None:
+    write(sky.root / "aws-credentials", "[work]\naws_access_key_id = AKIAX\naws_secret_access_key = s\n")
+    credentials = by_type(sky.json("providers", AWS_PROFILE="work"))["aws"]["credentials"]
+    assert credentials["found"] is True
+
+
+def test_a_known_provider_without_its_package_shows_the_install_command(sky: Sky) -> None:
+    gcp = by_type(sky.json("providers"))["gcp"]
+    assert (gcp["installed"], gcp["install"]) == (False, "pip install skyward-gcp")
+    assert "pip install skyward-gcp" in sky("providers").stdout
+
+
+def test_a_provider_installed_but_not_loaded_says_why(sky: Sky) -> None:
+    aws = by_type(sky.json("providers", SKYWARD_DISABLE_PLUGIN_AUTOLOAD="1"))["aws"]
+    assert aws["installed"] is False and "SKYWARD_DISABLE_PLUGIN_AUTOLOAD" in aws["hint"]
+
+
+def test_plugins_are_listed_with_their_distribution(sky: Sky) -> None:
+    plugins = {row["name"]: row for row in sky.json("providers")["plugins"]}
+    assert plugins["joblib"]["distribution"] == "skyward-core"
+    assert plugins["torch"]["distribution"] == "skyward-torch"
+
+
+def test_the_original_clis_spelling_lists_the_same(sky: Sky) -> None:
+    assert sky.json("providers", "list") == sky.json("providers")
+
+
+def test_the_table_shows_credential_state_per_provider(sky: Sky) -> None:
+    done = sky("providers", RUNPOD_API_KEY="rp-test-key")
+    assert done.returncode == 0
+    runpod = next(line for line in done.stdout.splitlines() if "RunPod" in line)
+    vastai = next(line for line in done.stdout.splitlines() if "VastAI" in line)
+    assert "found" in runpod and "missing" in vastai
+
+
+# -- --check: one authenticated call, against moto's STS -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+AWS_KEYS = {"AWS_ACCESS_KEY_ID": "AKIATESTINGSKYWARD01", "AWS_SECRET_ACCESS_KEY": "secret",
+            "AWS_DEFAULT_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "1"}
+
+
+def test_check_verifies_aws_credentials_with_sts(sky: Sky, moto_url: str) -> None:
+    credentials = by_type(sky.json("providers", "--check", AWS_ENDPOINT_URL=moto_url, **AWS_KEYS))["aws"][
+        "credentials"
+    ]
+    assert credentials["verified"] is True and credentials["detail"].startswith("arn:aws:")
+
+
+def test_check_that_cannot_reach_aws_fails_with_exit_code_1(sky: Sky) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    done = sky("providers", "check", "--json", AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", **AWS_KEYS)
+    assert done.returncode == 1 and no_traceback(done)
+    assert by_type(json.loads(done.stdout))["aws"]["credentials"]["verified"] is False
+    assert "credentials refused by: AWS" in done.stderr
