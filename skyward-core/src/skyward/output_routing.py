@@ -53,7 +53,20 @@ _stderr_sink: ContextVar[Sink | None] = ContextVar("skyward_stderr_sink", defaul
 _delivering = threading.local()
 
 
-class RoutingStream:
+class _WriteOnly:
+    """What both text streams here say of themselves: written to, never read or sought."""
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+
+class RoutingStream(_WriteOnly):
     """A text stream that sends each write to the sink the writing context chose (see module doc).
 
     Everything else (fileno, encoding, buffer, reconfigure, ...) is the underlying stream's, so code
@@ -130,15 +143,6 @@ class RoutingStream:
         if self._default is None:
             raise io.UnsupportedOperation(f"{self._label} has no underlying stream")
         return int(self._default.fileno())
-
-    def writable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return False
-
-    def seekable(self) -> bool:
-        return False
 
     def close(self) -> None:
         """Flush only: one task closing `sys.stdout` must not close it for the whole worker."""
@@ -218,7 +222,7 @@ def route(stdout: Sink | None = KEEP, stderr: Sink | None = KEEP) -> Iterator[No
             _stdout_sink.reset(out_token)
 
 
-class CallbackWriter:
+class CallbackWriter(_WriteOnly):
     """A write-only text stream that hands what is written to `callback`.
 
     With `lines=True` (the default) the callback gets one call per complete line, without its
@@ -276,15 +280,6 @@ class CallbackWriter:
         return "strict"
 
     def isatty(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return False
-
-    def seekable(self) -> bool:
         return False
 
     def fileno(self) -> int:

@@ -164,13 +164,7 @@ class LocalProvider(Provider):
                 "installs Image.pip.",
                 stacklevel=2,
             )
-        if spec.volumes:
-            mounts = ", ".join(v.mount for v in spec.volumes)
-            warnings.warn(
-                f"sky.Local() does not mount volumes ({mounts}); tasks see this machine's filesystem. "
-                "Volumes are mounted by remote providers.",
-                stacklevel=2,
-            )
+        _warn_unmounted(spec, "sky.Local()")
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=free_port())
 
     def _warn_unapplied(self, cluster: Cluster, setup: NodeSetup) -> None:
@@ -281,13 +275,7 @@ class LocalProvider(Provider):
     # -- isolated nodes --------------------------------------------------------------------------------
 
     def _prepare_isolated(self, spec: Spec, pool_id: str) -> Cluster:
-        if spec.volumes:
-            mounts = ", ".join(v.mount for v in spec.volumes)
-            warnings.warn(
-                f"sky.Local(isolated=True) does not mount volumes ({mounts}); tasks see this machine's "
-                "filesystem. Volumes are mounted by remote providers.",
-                stacklevel=2,
-            )
+        _warn_unmounted(spec, "sky.Local(isolated=True)")
         base = tempfile.mkdtemp(prefix=f"skyward-{_safe(pool_id)}-")
         state = {STATE_DIR: base}
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=free_port(), state=state)
@@ -334,3 +322,13 @@ def _include_roots(includes: list[str]) -> list[str]:
         if root not in roots:
             roots.append(root)
     return roots
+
+
+def _warn_unmounted(spec: Spec, provider: str) -> None:
+    """Volumes are not mounted on this machine: say so once, at prepare, rather than silently."""
+    if spec.volumes:
+        mounts = ", ".join(v.mount for v in spec.volumes)
+        warnings.warn(
+            f"{provider} does not mount volumes ({mounts}); tasks see this machine's filesystem.",
+            stacklevel=3,
+        )
