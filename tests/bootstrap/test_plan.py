@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 import skyward as sky
-from skyward.bootstrap import Plan, plan
 from skyward.bootstrap.ops import Op
+from skyward.client.planning import Plan, plan
 
 
 def _plugin(name: str, *ops: object, pip: str | None = None) -> sky.Plugin:

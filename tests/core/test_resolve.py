@@ -9,6 +9,7 @@ import pytest
 from skyward.errors import ConfigurationError
 from skyward.image import Image
 from skyward.options import Options, Worker
+from skyward.providers.local import Local
 from skyward.resolve import resolve_compute_args
 from skyward.spec import Nodes, Spec, Volume
 
@@ -23,13 +24,42 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 # --- convention 1: flat Spec keywords
 
 
-def test_no_arguments_give_one_default_spec_and_default_options() -> None:
-    assert resolve_compute_args() == ((Spec(),), Options())
+def test_no_arguments_give_one_local_spec_and_default_options() -> None:
+    assert resolve_compute_args() == ((Spec(provider=Local()),), Options())
+
+
+# --- the default provider: chosen here, so that a Spec stays a value below every provider
+
+
+def test_a_spec_without_a_provider_leaves_with_local() -> None:
+    assert Spec().provider is None
+    (spec,), _ = resolve_compute_args(Spec(nodes=2, ttl=60))
+    assert spec == Spec(provider=Local(), nodes=2, ttl=60)
+
+
+def test_a_spec_that_names_its_provider_keeps_that_very_provider() -> None:
+    provider = Local(isolated=True)
+    given = Spec(provider=provider)
+    (spec,), _ = resolve_compute_args(given)
+    assert spec is given and spec.provider is provider
+
+
+def test_each_fallback_spec_without_a_provider_gets_local_and_the_others_keep_theirs() -> None:
+    isolated = Local(isolated=True)
+    specs, _ = resolve_compute_args(Spec(provider=isolated), Spec(nodes=3))
+    assert [s.provider for s in specs] == [isolated, Local()]
+    assert specs[1].nodes == Nodes(3)
+
+
+def test_a_named_pool_without_a_provider_leaves_with_local(tmp_path: Path) -> None:
+    (tmp_path / "skyward.toml").write_text("[pools.dev]\nnodes = 2\n")
+    (spec,), _ = resolve_compute_args(name="dev")
+    assert spec.provider == Local() and spec.nodes == Nodes(2)
 
 
 def test_flat_keywords_build_one_spec() -> None:
     specs, _ = resolve_compute_args(nodes=4, image=Image(pip=["torch"]), allocation="on-demand")
-    assert specs == (Spec(nodes=4, image=Image(pip=["torch"]), allocation="on-demand"),)
+    assert specs == (Spec(provider=Local(), nodes=4, image=Image(pip=["torch"]), allocation="on-demand"),)
 
 
 def test_flat_keywords_are_validated_like_spec() -> None:
@@ -41,7 +71,7 @@ def test_flat_keywords_are_validated_like_spec() -> None:
 
 
 def test_positional_specs_are_kept_in_order() -> None:
-    first, second = Spec(nodes=1), Spec(nodes=2)
+    first, second = Spec(provider=Local(), nodes=1), Spec(provider=Local(isolated=True), nodes=2)
     specs, _ = resolve_compute_args(first, second, options=Options(selection="first"))
     assert specs == (first, second)
 
@@ -74,7 +104,7 @@ def test_name_loads_the_pool_from_skyward_toml(tmp_path: Path) -> None:
         "[pools.train]\nnodes = 3\n[pools.train.options]\nconsole = 'log'\n"
     )
     specs, options = resolve_compute_args(name="train")
-    assert specs == (Spec(nodes=3),) and options == Options(console="log")
+    assert specs == (Spec(provider=Local(), nodes=3),) and options == Options(console="log")
 
 
 def test_name_with_spec_keywords_names_the_fix() -> None:
@@ -113,7 +143,7 @@ def test_explicit_options_override_the_files_options(tmp_path: Path) -> None:
 def test_option_shortcuts_go_into_options() -> None:
     worker = Worker(concurrency=4)
     specs, options = resolve_compute_args(nodes=2, worker=worker, console="log", retry_on_interruption=5)
-    assert specs == (Spec(nodes=2),)
+    assert specs == (Spec(provider=Local(), nodes=2),)
     assert (options.worker, options.console, options.retry_on_interruption) == (worker, "log", 5)
 
 

@@ -250,19 +250,6 @@ def test_spec_without_plugins_survives_pickle() -> None:
     assert pickle.loads(pickle.dumps(spec)) == spec
 
 
-def test_spec_provider_config_returns_the_given_provider() -> None:
-    from skyward.providers.local import Local
-
-    provider = Local(isolated=True)
-    assert Spec(provider=provider).provider_config() is provider
-
-
-def test_spec_provider_config_defaults_to_local() -> None:
-    from skyward.providers.local import Local
-
-    assert isinstance(Spec().provider_config(), Local)
-
-
 def test_time_helpers_return_float_seconds() -> None:
     assert (time.seconds(5), time.minutes(10), time.hours(1.5), time.days(1)) == (5.0, 600.0, 5400.0, 86400.0)
 
@@ -306,7 +293,7 @@ def test_keywords_beside_specs_apply_to_every_spec_that_does_not_set_them() -> N
 
 
 def test_a_spec_that_sets_the_same_value_as_a_keyword_agrees_with_it() -> None:
-    spec = Spec(accelerator="A100", image=Image(pip=["numpy"]))
+    spec = Spec(provider=sky.Local(), accelerator="A100", image=Image(pip=["numpy"]))
     (shared,), _ = resolve_compute_args(spec, accelerator="A100", image=Image(pip=["numpy"]))
     assert shared == spec
 

@@ -11,7 +11,7 @@ from typing import Any
 from ssh_hosts import SSHHosts, ssh_pool, ssh_provider
 
 import skyward as sky
-from skyward.bootstrap.planning import PLAN_WORKDIR
+from skyward.client.planning import PLAN_WORKDIR
 from skyward.plugin import LaunchCommand
 
 

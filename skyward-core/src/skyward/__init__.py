@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 # this package first, does not pay for the client (asyncio, structlog, rich, the event classes):
 # a worker starts in a fraction of the time. `function` is imported here because the submodule of
 # the same name would otherwise replace the decorator as an attribute once something imports it.
+from skyward._version import __version__ as __version__
 from skyward.function import PendingFunction, PendingFunctionGroup, RemoteFunction, function, gather
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "skyward.bootstrap.planning": ("plan",),
+    "skyward.client.planning": ("plan",),
     "skyward.client.pool": ("Pool",),
     "skyward.client.session": ("MultiPool", "Session", "pool"),
     "skyward.errors": (
@@ -67,7 +68,7 @@ compute = function  # the older name of the decorator
 if TYPE_CHECKING:
     from skyward import accelerators, plugins
     from skyward import time as time
-    from skyward.bootstrap.planning import plan
+    from skyward.client.planning import plan
     from skyward.client.pool import Pool
     from skyward.client.session import MultiPool, Session, pool
     from skyward.errors import (
@@ -131,7 +132,6 @@ if TYPE_CHECKING:
     PendingCompute = PendingFunction
     Metrics = Metric
 
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

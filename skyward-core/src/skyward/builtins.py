@@ -2,8 +2,9 @@
 
 Besides the built-in providers and plugin factories, core answers the folding hooks' starting
 values (`trylast`, so anything else answers first): the spec's image, the plain worker command
-and the undecorated function, which the pool's plugins then transform as hook wrappers. The
-worker registers this module too (`skyward.worker.lifecycle`).
+and the undecorated function, which the pool's plugins then transform as hook wrappers. Those
+three live in `skyward.folds`, which the worker registers (`skyward.worker.lifecycle`): this
+module names the providers and so stands with the client, above the worker.
 
 Plugin factories are imported on first call, so discovering them imports no framework.
 """
@@ -14,12 +15,22 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from skyward.hookspecs import TaskFunction, hookimpl
+from skyward.folds import skyward_decorate, skyward_image_transform, skyward_launcher
+from skyward.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from skyward.image import Image
-    from skyward.plugin import LaunchCommand, Plugin
+    from skyward.plugin import Plugin
     from skyward.providers.base import ProviderConfig
+
+#: The folding hooks' starting values, registered with this module (pluggy reads its attributes).
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "skyward_decorate",
+    "skyward_image_transform",
+    "skyward_launcher",
+    "skyward_plugins",
+    "skyward_providers",
+]
 
 #: public name -> (module, factory) of the plugins that ship with core.
 BUILTIN_PLUGINS = {
@@ -54,21 +65,3 @@ def skyward_providers() -> dict[str, type[ProviderConfig]]:
 @hookimpl
 def skyward_plugins() -> dict[str, Callable[..., Plugin]]:
     return {name: _lazy(module, attr) for name, (module, attr) in BUILTIN_PLUGINS.items()}
-
-
-@hookimpl(trylast=True)
-def skyward_image_transform(image: Image) -> Image:
-    """The image the transforms start from: the spec's own."""
-    return image
-
-
-@hookimpl(trylast=True)
-def skyward_launcher(command: LaunchCommand) -> LaunchCommand:
-    """The command the launchers start from: the plain `<python> -m skyward.worker`."""
-    return command
-
-
-@hookimpl(trylast=True)
-def skyward_decorate(fn: TaskFunction) -> TaskFunction:
-    """The function the decorators start from: the task's own."""
-    return fn

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import reprlib
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar, overload
@@ -222,7 +223,7 @@ def resolve_pool(target: Any) -> Any:
     if hasattr(target, "run") and hasattr(target, "broadcast") and hasattr(target, "run_parallel"):
         return target
     if inspect.ismodule(target) and target.__name__.split(".")[0] == "skyward":
-        from skyward.client.active import current_pool
+        from skyward.active import current_pool
 
         pool = current_pool()
         if pool is None:
@@ -274,8 +275,32 @@ def _is_stream_value(value: Any) -> bool:
     return type(value) not in _NEVER_STREAMS and isinstance(value, Iterator) and not isinstance(value, str | bytes)
 
 
-@functools.lru_cache(maxsize=512)
+#: `_iterator_parameters` by `id(fn)`, with a weak reference that tells a reused id apart and
+#: drops the entry when `fn` goes. A cache that held `fn` itself (an `lru_cache`) would keep up to
+#: its size of closures alive, and with them whatever they capture: 512 closures of 1 MB, 512 MB.
+_annotated: dict[int, tuple[weakref.ref[Any], frozenset[str]]] = {}
+
+
 def _iterator_parameters(fn: Callable[..., Any]) -> frozenset[str]:
+    found = _annotated.get(id(fn))
+    if found is not None and found[0]() is fn:
+        return found[1]
+    key = id(fn)
+    try:
+        ref = weakref.ref(fn, lambda _: _annotated.pop(key, None))
+    except TypeError:  # not weak-referenceable (a builtin, a slotted callable): small, kept by count
+        return _iterator_parameters_kept(fn)
+    names = _read_iterator_parameters(fn)
+    _annotated[key] = (ref, names)
+    return names
+
+
+@functools.lru_cache(maxsize=64)
+def _iterator_parameters_kept(fn: Callable[..., Any]) -> frozenset[str]:
+    return _read_iterator_parameters(fn)
+
+
+def _read_iterator_parameters(fn: Callable[..., Any]) -> frozenset[str]:
     try:
         params = inspect.signature(inspect.unwrap(fn)).parameters.values()
     except (TypeError, ValueError):

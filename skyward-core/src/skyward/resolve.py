@@ -18,6 +18,11 @@ spellings are translated here too (``volume=`` -> ``volumes``, ``timeout=`` -> `
 
 ``on_event=`` is a pool argument, not configuration: the caller (``Compute``/``ComputePool``) must
 pop it from the keywords before calling ``resolve_compute_args``; it is rejected here otherwise.
+
+The default provider is chosen here too: a spec that names none gets ``Local()`` (worker
+processes on this machine), so every spec that leaves has a provider. ``Spec`` keeps ``None``
+itself because it is a value that stands below every provider (see "Layers" in
+docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from skyward.errors import ConfigurationError
 from skyward.options import Options
 from skyward.spec import Spec
 
-__all__ = ["resolve_compute_args"]
+__all__ = ["resolve_compute_args", "with_provider"]
 
 _SPEC_FIELDS = tuple(field.name for field in attrs.fields(Spec))
 _OPTION_FIELDS = {field.name: field for field in attrs.fields(Options)}
@@ -45,10 +50,11 @@ _DISPLAY = {"log": "log", "spinner": "rich", "quiet": "silent"}
 def resolve_compute_args(
     *specs: object, name: str | None = None, options: Options | None = None, **kwargs: Any
 ) -> tuple[tuple[Spec, ...], Options]:
-    """The specs to try, in order, and the options for the pool; raises ``ConfigurationError``.
+    """The specs to try, in order, each with its provider (``Local()`` where it names none), and the
+    options for the pool; raises ``ConfigurationError``.
 
-    With no specs, no name and no ``Spec`` keywords, the result is one default ``Spec()``: a
-    single-node pool on the ``Local`` provider.
+    With no specs, no name and no ``Spec`` keywords, the result is one default spec: a single-node
+    pool on the ``Local`` provider.
     """
     if options is not None and not isinstance(options, Options):
         raise ConfigurationError(
@@ -72,12 +78,22 @@ def resolve_compute_args(
             _check_conflicts(options, shortcuts)
             from_file = _overlay(from_file, options)
         # code overrides the file, the way command-line flags override a config file
-        return (spec,), _apply(from_file, shortcuts)
+        return (with_provider(spec),), _apply(from_file, shortcuts)
 
     resolved = _share(cast("tuple[Spec, ...]", specs), spec_kwargs) if specs else (Spec(**spec_kwargs),)
     if options is not None:
         _check_conflicts(options, shortcuts)
-    return resolved, _apply(options if options is not None else Options(), shortcuts)
+    options = options if options is not None else Options()
+    return tuple(map(with_provider, resolved)), _apply(options, shortcuts)
+
+
+def with_provider(spec: Spec) -> Spec:
+    """``spec`` with its provider: its own, or ``Local()`` when it names none."""
+    if spec.provider is not None:
+        return spec
+    from skyward.providers.local import Local  # lazy: `sky.Compute` with a cloud provider never needs it
+
+    return attrs.evolve(spec, provider=Local())
 
 
 def _check_positional(specs: tuple[object, ...]) -> None:
@@ -108,7 +124,7 @@ def _share(specs: tuple[Spec, ...], shared: dict[str, Any]) -> tuple[Spec, ...]:
         for key in shared.keys() & own.keys():
             wanted = getattr(attrs.evolve(spec, **{key: shared[key]}), key)  # converted as the spec's was
             if wanted != own[key]:
-                provider = type(spec.provider_config()).__name__
+                provider = type(with_provider(spec).provider).__name__
                 raise ConfigurationError(
                     f"Compute() got {key}={shared[key]!r} for every spec, but spec {position} of "
                     f"{len(specs)} (provider {provider}) sets {key}={own[key]!r}; keep one: drop {key}= "

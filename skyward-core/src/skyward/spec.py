@@ -356,8 +356,10 @@ class Spec:
     """One hardware request: where (provider, region), what (accelerator, sizes), how many, how paid.
 
     ``provider=None`` means the embedded ``Local`` provider (worker processes on this machine), so
-    ``sky.Compute()`` works with nothing installed; ``provider_config()`` resolves it. A provider
-    name (``provider="aws"``) is looked up in the plugin registry when the spec is built.
+    ``sky.Compute()`` works with nothing installed. The spec keeps ``None``: it is a value, below
+    every provider, and ``skyward.resolve`` (what ``sky.Compute`` and ``sky.plan`` call) puts in
+    ``Local()``, so everything that provisions finds a provider here. A provider name
+    (``provider="aws"``) is looked up in the plugin registry when the spec is built.
     """
 
     provider: object | None = attrs.field(default=None, converter=_provider)
@@ -395,11 +397,3 @@ class Spec:
         if field.converter is not None:
             default = field.converter(default)  # type: ignore[call-arg]
         return bool(getattr(self, name) == default)
-
-    def provider_config(self) -> object:
-        """The provider to provision with: the one given, or ``Local()`` when none was."""
-        if self.provider is not None:
-            return self.provider
-        from skyward.providers.local import Local  # lazy: keeps spec.py free of provider imports
-
-        return Local()

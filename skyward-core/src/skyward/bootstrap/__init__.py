@@ -6,7 +6,9 @@
 - `wheels.py`   skyward's own wheels for the node, `resolve_source` for `skyward_source="auto"`
 - `wheelmaker.py` a pure-Python wheel written with the standard library (no build backend)
 - `prepare.py`  `prepare_node`: upload, render, run; what providers call
-- `planning.py` `plan(...)`, exported as `sky.plan`: the script a pool would run, without a pool
+
+`sky.plan` (the script a pool would run, without a pool) is `skyward.client.planning`: it
+resolves a pool's arguments and calls its hooks, which stand above this package.
 
 Everything but `Op` loads on first use, so plugins importing `skyward.bootstrap.ops` stay cheap.
 """
@@ -18,8 +20,8 @@ from typing import Any
 from skyward.bootstrap.ops import Op, as_op, as_ops
 
 __all__ = [
-    "CommandRunner", "LocalRunner", "Op", "Plan", "Script", "as_op", "as_ops", "local_wheels", "plan",
-    "prepare_node", "render_script", "resolve_source", "run_bootstrap",
+    "CommandRunner", "LocalRunner", "Op", "Script", "as_op", "as_ops", "local_wheels", "prepare_node",
+    "render_script", "resolve_source", "run_bootstrap",
 ]
 
 _LAZY = {
@@ -27,7 +29,6 @@ _LAZY = {
     "CommandRunner": "runner", "LocalRunner": "runner", "run_bootstrap": "runner",
     "local_wheels": "wheels", "resolve_source": "wheels",
     "prepare_node": "prepare",
-    "Plan": "planning", "plan": "planning",
 }
 
 

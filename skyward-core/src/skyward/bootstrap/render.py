@@ -536,9 +536,9 @@ def _has_wheel(group: list[str], name: str) -> bool:
 
 
 def _core_version() -> str:
-    import skyward
+    from skyward._version import __version__
 
-    return str(getattr(skyward, "__version__", "0"))
+    return __version__
 
 
 def _released(version: str) -> bool:

@@ -252,12 +252,11 @@ def shipments() -> tuple[Shipment, ...]:
     dists = _skyward_dists()
     found = [_ship(name, dist) for name, dist in dists.items()]
     if "skyward-core" not in dists:
-        import skyward
+        from skyward._version import __version__
 
-        where = os.path.dirname(os.path.dirname(skyward.__file__ or "skyward"))
+        where = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         reason = f"it is not installed (skyward is imported from {where} on sys.path)"
-        version = str(getattr(skyward, "__version__", "0"))
-        found.insert(0, Shipment("skyward-core", version, NONE, reason=reason))
+        found.insert(0, Shipment("skyward-core", __version__, NONE, reason=reason))
     return tuple(found)
 
 
@@ -369,7 +368,7 @@ def prepare_wheels(specs: Iterable[Any]) -> tuple[Path, ...]:
     """
     needed = False
     for spec in specs:
-        config = spec.provider_config()
+        config = spec.provider
         if getattr(config, "isolated", None) is False:
             continue
         if resolve_source(spec.image) == "local":

@@ -148,7 +148,7 @@ class Fleet:
                 await self._start_spec(spec)
                 break
             except Exception as exc:
-                errors.append(f"{spec.provider_config().name}: {exc}")
+                errors.append(f"{spec.provider.name}: {exc}")
                 if len(errors) == len(self.specs):
                     raise
                 self.bus.emit(Error(message=f"falling back after {errors[-1]}", fatal=False, pool=self.name))
@@ -160,7 +160,7 @@ class Fleet:
     async def _start_spec(self, spec: Any) -> None:
         self.spec = spec
         self.hooks = PoolHooks(tuple(spec.plugins))
-        self.provider = spec.provider_config().create(self.options)
+        self.provider = spec.provider.create(self.options)
         self.cluster = await self.provider.prepare(spec, self.name)
         self.image = self.hooks.transform_image(spec.image, self.cluster)
         self._secrets = image_secrets(self.image)

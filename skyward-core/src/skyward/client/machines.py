@@ -14,7 +14,7 @@ def describe(specs: tuple[Any, ...]) -> str:
     parts = []
     for spec in specs:
         acc = f" {spec.accelerator}" if spec.accelerator is not None else ""
-        parts.append(f"{spec.provider_config().name}{acc} x{spec.nodes.desired}")
+        parts.append(f"{spec.provider.name}{acc} x{spec.nodes.desired}")
     return " | ".join(parts)
 
 
@@ -30,13 +30,13 @@ async def in_selection_order(specs: tuple[Any, ...], selection: str, log: Any) -
         return ordered
 
     def price(spec: Any) -> float:
-        value = spec.provider_config().hourly_price(spec)
+        value = spec.provider.hourly_price(spec)
         return float("inf") if value is None else float(value) * spec.nodes.desired
 
     prices = await asyncio.gather(*(asyncio.to_thread(price, s) for s in ordered), return_exceptions=True)
     for spec, found in zip(ordered, prices, strict=True):
         if isinstance(found, BaseException):
-            log.warning("skyward.price_unknown", provider=spec.provider_config().name, error=str(found))
+            log.warning("skyward.price_unknown", provider=spec.provider.name, error=str(found))
     order = [float("inf") if isinstance(p, BaseException) else p for p in prices]
     return [spec for _, _, spec in sorted(zip(order, range(len(ordered)), ordered, strict=True))]
 

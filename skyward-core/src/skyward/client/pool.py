@@ -22,8 +22,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from skyward import registry
-from skyward.client import active
+from skyward import active, registry
 from skyward.client.autoscaler import AutoscaleDriver
 from skyward.client.deadlines import Deadlines
 from skyward.client.dispatch import Dispatcher

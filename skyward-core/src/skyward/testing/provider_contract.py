@@ -101,7 +101,7 @@ class ProviderContract:
 
     def test_the_config_is_a_named_value_that_a_spec_takes_and_cloudpickle_ships(self, config: Any) -> None:
         assert isinstance(config.name, str) and config.name
-        assert Spec(provider=config, nodes=1).provider_config() is config
+        assert Spec(provider=config, nodes=1).provider is config
         assert cloudpickle.loads(cloudpickle.dumps(config)) == config  # specs travel with cloudpickle
 
     def test_create_hands_the_pools_options_to_the_provider(self, config: Any) -> None:

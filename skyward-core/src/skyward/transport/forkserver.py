@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import structlog
 
-from skyward.worker.forkserver import MAX_REQUEST, PID
+from skyward.transport.fork_protocol import MAX_REQUEST, PID
 
 #: How long teardown waits for the server to see EOF and exit before it kills it.
 CLOSE_TIMEOUT = 5.0

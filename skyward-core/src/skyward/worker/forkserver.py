@@ -28,18 +28,12 @@ import json
 import os
 import signal
 import socket
-import struct
 import sys
 import threading
 import traceback
 
 from skyward.transport import lane
-
-#: The largest request: a few environment variables.
-MAX_REQUEST = 1 << 16
-#: Descriptors a request carries: stdin, stdout, reply lane.
-DESCRIPTORS = 3
-PID = struct.Struct("!q")
+from skyward.transport.fork_protocol import DESCRIPTORS, MAX_REQUEST, PID
 
 
 def serve(sock: socket.socket) -> None:

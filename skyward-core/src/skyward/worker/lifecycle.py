@@ -2,10 +2,10 @@
 subprocess, `decorate` once per function. Contexts enter in plugin order and exit in reverse.
 
 The worker walks the same hook catalogue as the client (`skyward.hookspecs`): `WorkerHooks` is a
-plugin manager holding core's built-ins and the `Plugin` values the pool shipped, and the worker
-calls `skyward_decorate`, `skyward_around_app` and `skyward_around_process` through it. None of it
-runs per task: a function is decorated once (the wrapper is cached), and the contexts are entered
-once.
+plugin manager holding core's starting values (`skyward.folds`) and the `Plugin` values the pool
+shipped, and the worker calls `skyward_decorate`, `skyward_around_app` and
+`skyward_around_process` through it. None of it runs per task: a function is decorated once (the
+wrapper is cached), and the contexts are entered once.
 
 A hook that raises is reported as a `PluginError` naming the plugin and the hook: on the worker a
 bare `RuntimeError` from deep inside a plugin would otherwise read like the task's own failure.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pluggy
 
-from skyward import builtins, hookspecs
+from skyward import folds, hookspecs
 from skyward.errors import PluginError
 from skyward.hookspecs import TaskFunction, hookimpl
 
@@ -103,12 +103,13 @@ class WorkerAdapter:
 
 
 class WorkerHooks:
-    """The worker's plugin manager: core's built-ins, then the shipped plugins (see WorkerAdapter)."""
+    """The worker's plugin manager: core's starting values (`skyward.folds`), then the shipped
+    plugins (see WorkerAdapter)."""
 
     def __init__(self, plugins: Sequence[Plugin]) -> None:
         self.pm = pluggy.PluginManager("skyward")
         self.pm.add_hookspecs(hookspecs)
-        self.pm.register(builtins, name="skyward-core:core")
+        self.pm.register(folds, name="skyward-core:folds")
         for index in reversed(range(len(plugins))):
             self.pm.register(WorkerAdapter(plugins[index]), name=f"{index}:{plugins[index].name}")
 

@@ -8,7 +8,9 @@ line node 0's worker starts with, folded through the plugins' launchers as the p
 uploaded; wheel paths in the script are the names the wheels would have, and the workdir is
 `PLAN_WORKDIR` (a provider chooses the real one).
 
-(The module is `planning`, not `plan`, so that `skyward.bootstrap.plan` stays the function.)
+It stands with the client, not in `skyward.bootstrap`: it resolves `sky.Compute`'s arguments, calls
+the pool's hooks and creates the provider, all of which sit above the bootstrap (see "Layers" in
+docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     options = compute_kwargs.pop("options", None)
     resolved, options = resolve_compute_args(*specs, name=name, options=options, **compute_kwargs)
     spec = resolved[0]
-    config = spec.provider_config()
+    config = spec.provider  # resolve chose one for a spec that named none
     cluster = Cluster(id=name or "plan", provider=config.name, spec=spec)
     provider = config.create(options)  # no I/O: what `prepare` and `provision` would do is not done
     hooks = PoolHooks(tuple(spec.plugins))

@@ -1,5 +1,9 @@
 """Which pool `>> sky` means: the innermost active pool of this context, else of this process.
 
+The pool registers itself here when its block is entered (`skyward.client.pool`), and the
+operators of `skyward.function` look it up: both import this module, which imports nothing of
+ours, so neither imports the other's package (see "Layers" in docs/architecture.md).
+
 A ContextVar gives each thread/task its own answer; the process-wide stack is the fallback for
 threads started inside a pool block (joblib's, a user's ThreadPoolExecutor), which do not inherit
 context variables.
