@@ -67,7 +67,7 @@ class Kind(enum.IntEnum):
     CREDIT = 6  # client: the consumer of output stream `id` can take `payload` more items
     SHUTDOWN = 7  # client: exit after leaving around_app contexts
     PING = 8
-    FUNCTION = 9  # client: (key, pickled function) cached by the worker before tasks that use it
+    FUNCTION = 9  # client: (key, pickled function, keys the worker drops) before tasks using it
     CALL = 10  # client: a TASK whose caller waits for its answer on the reply lane (transport/lane.py)
     INFO = 11  # client: the node's InstanceInfo changed (the pool was resized); tasks read after see it
 

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from skyward.client.shipping import FunctionLedger
 from skyward.events import Error, Log, TaskCompleted, TaskStarted
 from skyward.messages import RemoteFailure
-from skyward.wire import Frame, Kind, Undecodable, as_kind, encode
+from skyward.wire import Frame, Kind, Undecodable, as_kind
 
 if TYPE_CHECKING:
     from skyward.client.tasks import TaskState
@@ -68,7 +69,8 @@ class NodeHandle:
         # Seconds between completions while busy (moving average), and the last completion.
         self._pace: float | None = None
         self._last_done = 0.0
-        self.sent_functions: set[bytes] = set()
+        #: The functions the worker holds, and the lock every write of a task to it takes.
+        self.functions = FunctionLedger()
         self.ready = False
         self.lost = False
         self._ready_future: asyncio.Future[Any] | None = None
@@ -141,15 +143,17 @@ class NodeHandle:
 
     def dispatch(self, task: TaskState) -> None:
         """Send a task the scheduler placed here (loop thread)."""
-        function = task.function
-        if function.key not in self.sent_functions:
-            self.channel.send(Kind.FUNCTION, 0, (function.key, function.data))
-            self.sent_functions.add(function.key)
         task.worker = self.key
         task.started_at = self._loop.time()
         self.inflight[task.id] = task
         self.started(task)
-        self.channel.send_parts(task.parts)
+        functions = self.functions
+        lock = functions.lock  # the ledger's order is the wire's (see FunctionLedger)
+        lock.acquire()  # not `with`: this is every task's path, and `with` costs twice as much
+        try:
+            self.channel.send_parts(functions.parts(task.function, task.parts))
+        finally:
+            lock.release()
 
     def started(self, task: TaskState) -> None:
         """Emit `TaskStarted`, on the thread that will emit the task's `TaskCompleted`.
@@ -165,9 +169,9 @@ class NodeHandle:
         """Write `task` from the caller's thread (`Dispatcher._dispatch_now`); the loop registers it later.
 
         Until then it waits in `sent_now`, where an answer that beats the registration finds it.
-        The function's key is recorded only once its frame is written, so a task the loop sends
-        meanwhile ships the function too rather than arriving before it. `call`: send it as a
-        CALL, answered on the reply lane (the caller holds the lane).
+        The function ledger's lock covers the write, so a task the loop sends meanwhile comes
+        wholly before or after this one, FUNCTION frame included. `call`: send it as a CALL,
+        answered on the reply lane (the caller holds the lane).
         """
         task.worker = self.key
         task.started_at = self._loop.time()  # the loop's clock is monotonic: readable from any thread
@@ -178,14 +182,15 @@ class NodeHandle:
             parts = as_kind(task.parts, Kind.CALL)
         else:
             parts = task.parts
-        function = task.function
-        if function.key in self.sent_functions:
-            written = self.channel.send_now(parts)
-        else:
-            frame = encode(Kind.FUNCTION, 0, (function.key, function.data))
-            written = self.channel.send_now([*frame, *parts])
-            if written:
-                self.sent_functions.add(function.key)
+        functions = self.functions
+        lock = functions.lock  # the ledger's order is the wire's (see FunctionLedger)
+        lock.acquire()
+        try:
+            # Nothing written means the channel is closed for good: what the ledger now records
+            # for its worker no longer matters.
+            written = self.channel.send_now(functions.parts(task.function, parts))
+        finally:
+            lock.release()
         if not written:
             self.sent_now.pop(task.id, None)
         return written

@@ -6,13 +6,19 @@ By-value bytes capture the globals as they are at dispatch, so they are pickled 
 dispatch (a `map` pickles once for all its items): a global changed between two calls reaches the
 second one. By-reference bytes depend only on the name, so they are computed once per function
 and reused: a sequential loop of `>>` on an imported function pays nothing for it.
+
+A worker keeps the functions it was sent, by key, so a function travels to it once. What it keeps
+is bounded (`FunctionLedger`): the client decides what each worker drops, and says so in the
+FUNCTION frames it sends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import weakref
+from collections import OrderedDict
 from typing import Any
 
 import attrs
@@ -20,6 +26,14 @@ import cloudpickle
 
 from skyward.function import is_generator_function
 from skyward.messages import function_key, pickle_function
+from skyward.wire import Kind, encode
+
+#: The most bytes of pickled functions one worker keeps (256 MiB). Beyond it, the functions
+#: least recently used are dropped, and sent again when a task needs one. Read when a node
+#: joins the pool: set it before the pool starts to change it.
+FUNCTION_CACHE_BYTES = 256 << 20
+#: The most functions one worker keeps, however small they are.
+FUNCTION_CACHE_ENTRIES = 4096
 
 
 @attrs.frozen
@@ -70,3 +84,74 @@ def pickled_by_reference(fn: Any) -> bool:
         if obj is None:
             return False
     return obj is fn
+
+
+class FunctionLedger:
+    """Which functions one worker holds: the client's record, and the only say in what it drops.
+
+    A worker keeps the functions it was sent, so that a task names its function by key. Kept for
+    ever, 2,000 distinct closures of 1 MB each would hold 2 GB on the worker. The ledger keeps
+    the worker's functions within `limit` bytes and `entries` functions, least recently used
+    first out. The client makes every decision, and the worker only carries them out: a FUNCTION
+    frame names the keys the worker drops as it stores the new function (`ship`). Both sides then
+    agree by construction, because the worker applies the drops in the order the frames arrive,
+    which is the order the client wrote them in: writes to one worker happen under `lock`, with
+    the ledger updated in the same step (`NodeHandle.dispatch`, `NodeHandle.send_now`).
+
+    Two other designs were weighed. The worker could evict by itself while the client mirrors its
+    LRU; but a frame the worker cannot decode (a task whose arguments fail to unpickle there)
+    would touch a key on one side only, and the two would drift apart until a task named a
+    function the worker had dropped. Or the worker could answer "unknown function" and the client
+    send both again; that is a round trip and a new frame kind, and a CALL answered on the reply
+    lane would need its own retry path. Here a miss costs nothing but the FUNCTION frame, a hit
+    costs a dict move, and there is no round trip.
+
+    A function larger than `limit` on its own is still sent; it is the only one the worker
+    keeps until the next function arrives. The worker therefore holds at most
+    `max(limit, the largest function)` bytes of functions.
+    """
+
+    __slots__ = ("lock", "_held", "_bytes", "_limit", "_entries", "shipped")
+
+    def __init__(self, limit: int | None = None, entries: int | None = None) -> None:
+        #: Held across the ledger's update and the write that carries it out.
+        self.lock = threading.Lock()
+        self._held: OrderedDict[bytes, int] = OrderedDict()  # key -> size, least recently used first
+        self._bytes = 0
+        self._limit = FUNCTION_CACHE_BYTES if limit is None else limit
+        self._entries = FUNCTION_CACHE_ENTRIES if entries is None else entries
+        #: FUNCTION frames written to this worker (a dropped function sent again counts again).
+        self.shipped = 0
+
+    def parts(self, function: ShippedFunction, task: list[Any]) -> list[Any]:
+        """What to write for a task of `function` (lock held): its frame's `task` parts, after
+        the FUNCTION frame if the worker does not hold the function. Either way the function is
+        now the worker's most recently used."""
+        try:
+            self._held.move_to_end(function.key)
+        except KeyError:
+            return [*self.ship(function), *task]
+        return task
+
+    def ship(self, function: ShippedFunction) -> list[Any]:
+        """The FUNCTION frame that gives the worker `function` and names what it drops to make
+        room (lock held): write it before the task, in the same locked step."""
+        size = len(function.data)
+        held = self._held
+        held[function.key] = size
+        self._bytes += size
+        dropped: list[bytes] = []
+        while len(held) > 1 and (self._bytes > self._limit or len(held) > self._entries):
+            key, old = held.popitem(last=False)
+            self._bytes -= old
+            dropped.append(key)
+        self.shipped += 1
+        return encode(Kind.FUNCTION, 0, (function.key, function.data, tuple(dropped)))
+
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of the functions the worker holds, by the client's count."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._held)

@@ -17,7 +17,6 @@ import signal
 import stat
 import sys
 import threading
-from collections import OrderedDict
 from typing import Any
 
 import cloudpickle
@@ -29,8 +28,9 @@ from skyward.transport import lane
 from skyward.wire import Frame, Kind, Undecodable, encode
 from skyward.worker.capture import OutputPump
 from skyward.worker.channel import WorkerChannel
+from skyward.worker.functions import HeldFunction, ShippedFunctions
 from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
-from skyward.worker.processes import FN_CACHE_SIZE, ProcessSlots, TaskCancelled
+from skyward.worker.processes import ProcessSlots, TaskCancelled
 from skyward.worker.streams import InputStream, OutputCredits
 from skyward.worker.threads import STOP, Job, TaskThreads
 from skyward.worker.watchdog import Watchdog
@@ -82,9 +82,8 @@ class Worker:
                 (hello.env, hello.info, self.plugins, hello.sys_path, hello.include_sources)
             )
             self.slots = ProcessSlots(hello.concurrency, hello.reuse_processes, init)
-        self.fn_bytes: dict[bytes, bytes] = {}
-        self.fn_cache: OrderedDict[bytes, Any] = OrderedDict()
-        self.fn_lock = threading.Lock()
+        #: The functions this worker was sent, within the bound its client keeps (functions.py).
+        self.functions = ShippedFunctions(keep_bytes=self.slots is not None)
         self.running: dict[int, _Running] = {}
         self.inputs: dict[int, InputStream] = {}
 
@@ -100,14 +99,17 @@ class Worker:
         if isinstance(frame.payload, Undecodable):
             return self.undecodable(frame)
         if kind is Kind.FUNCTION:
-            key, data = frame.payload
-            self.fn_bytes[key] = data
+            self.functions.receive(frame.payload)
         elif kind is Kind.TASK or kind is Kind.CALL:
             state = _Running(call=kind is Kind.CALL)
             self.running[frame.id] = state  # now, so a CANCEL read next finds it
             msg = TaskMessage.from_wire(frame.payload)
             streams = msg.generator or msg.streams  # the client says so: no scan of the arguments here
-            return Job(functools.partial(self.run_task, frame.id, msg, state, streams), inline=not streams)
+            # The function is taken now: a FUNCTION frame read later may drop it from the cache.
+            function = self.functions.get(msg.fn_key)
+            return Job(
+                functools.partial(self.run_task, frame.id, msg, state, streams, function), inline=not streams
+            )
         elif kind is Kind.ITEM:
             stream = self.inputs.get(frame.id)
             if stream is not None:
@@ -175,30 +177,19 @@ class Worker:
 
     # -- task execution ---------------------------------------------------------------------------
 
-    def load_function(self, msg: TaskMessage) -> tuple[Any, Any]:
+    def load_function(self, msg: TaskMessage, function: HeldFunction | None) -> tuple[Any, Any]:
         """The task's function and the same function wrapped in the plugins' decorators.
 
-        Both are cached by content key: unpickling and decorating happen once per function per
-        worker, and the decorated wrapper then runs for every task.
+        Both are kept with the function's entry: unpickling and decorating happen once per
+        function per worker, and the decorated wrapper then runs for every task.
         """
-        with self.fn_lock:
-            cached = self.fn_cache.get(msg.fn_key)
-            if cached is not None:
-                self.fn_cache.move_to_end(msg.fn_key)
-                return cached
-        fn = cloudpickle.loads(self.function_bytes(msg))
-        cached = (fn, self.hooks.decorate(fn))
-        with self.fn_lock:
-            self.fn_cache[msg.fn_key] = cached
-            while len(self.fn_cache) > FN_CACHE_SIZE:
-                self.fn_cache.popitem(last=False)
-        return cached
+        return self.functions.load(self.held_function(msg, function), self.hooks.decorate)
 
-    def function_bytes(self, msg: TaskMessage) -> bytes:
-        data = self.fn_bytes.get(msg.fn_key)
-        if data is None:
+    @staticmethod
+    def held_function(msg: TaskMessage, function: HeldFunction | None) -> HeldFunction:
+        if function is None:
             raise RuntimeError(f"function {msg.name}() was not shipped to this worker")
-        return data
+        return function
 
     def resolve_streams(self, values: Any) -> Any:
         if isinstance(values, StreamRef):
@@ -220,9 +211,11 @@ class Worker:
             with state.lock:
                 state.interruptible = False
 
-    def run_task(self, task_id: int, msg: TaskMessage, state: _Running, streams: bool = True) -> None:
+    def run_task(
+        self, task_id: int, msg: TaskMessage, state: _Running, streams: bool, function: HeldFunction | None
+    ) -> None:
         try:
-            self._run_task(task_id, msg, state, streams)
+            self._run_task(task_id, msg, state, streams, function)
         except TaskCancelled:
             pass  # a cancel delivered just as the task finished: its outcome was already sent
         except BaseException as exc:  # noqa: BLE001 - sending the outcome itself failed
@@ -232,7 +225,9 @@ class Worker:
             if state.call:
                 self.channel.send_reply(encode(Kind.ELSEWHERE, task_id))
 
-    def _run_task(self, task_id: int, msg: TaskMessage, state: _Running, streams: bool) -> None:
+    def _run_task(
+        self, task_id: int, msg: TaskMessage, state: _Running, streams: bool, function: HeldFunction | None
+    ) -> None:
         state.thread_id = threading.get_ident()
         state.writes = self.channel.writes
         try:
@@ -246,14 +241,14 @@ class Worker:
                 # The child loads and decorates the function itself, once per function.
                 self.app.ensure_entered()
                 place = self.info if self.info is not self.hello.info else None  # after a resize
-                work = (msg.fn_key, self.function_bytes(msg), args, kwargs, place)
+                work = (msg.fn_key, self.held_function(msg, function).data, args, kwargs, place)
                 ok, value = self.slots.run(task_id, cloudpickle.dumps(work, protocol=5))
                 if ok:
                     self.reply(task_id, msg, value)
                 else:
                     self.deliver(Kind.ERROR, task_id, value)
                 return
-            call = self.load_function(msg)[1]
+            call = self.load_function(msg, function)[1]
             self.app.ensure_entered()
             if msg.generator:
                 state.credits = OutputCredits(msg.window)

@@ -27,8 +27,6 @@ import cloudpickle
 from skyward.errors import TaskProcessError
 from skyward.messages import RemoteFailure
 
-#: The most functions a worker (and each executor subprocess) keeps loaded and decorated.
-FN_CACHE_SIZE = 256
 #: How long a child may take to leave its `around_process` contexts before it is killed (seconds).
 GRACE = 10.0
 
@@ -178,6 +176,7 @@ def _died(slot: _Slot) -> TaskProcessError:
 
 def _child_main(conn: Any, init_bytes: bytes) -> None:
     from skyward import runtime, tracebacks
+    from skyward.worker.functions import LoadedFunctions
     from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
 
     env, info, plugins, sys_path, include_sources = cloudpickle.loads(init_bytes)
@@ -187,7 +186,12 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
     runtime.set_instance_info(info)
     hooks = WorkerHooks(plugins)
     lifecycle = AppLifecycle(hooks, info, hook="around_process")
-    functions: dict[bytes, Any] = {}  # function key -> the function in the plugins' decorators
+    # The functions in the plugins' decorators, by key, within a byte bound (worker/functions.py).
+    functions = LoadedFunctions()
+
+    def load(fn_bytes: bytes) -> Any:
+        return hooks.decorate(cloudpickle.loads(fn_bytes))
+
     try:
         while True:
             try:
@@ -199,11 +203,7 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
                 fn_key, fn_bytes, args, kwargs, place = cloudpickle.loads(data)
                 if place is not None:  # the pool was resized since this child started
                     runtime.set_instance_info(place)
-                call = functions.get(fn_key)
-                if call is None:
-                    if len(functions) >= FN_CACHE_SIZE:
-                        functions.clear()
-                    call = functions[fn_key] = hooks.decorate(cloudpickle.loads(fn_bytes))
+                call = functions.get(fn_key, fn_bytes, load)
                 result = call(*args, **kwargs)
                 reply = (True, result)
             except BaseException as exc:  # noqa: BLE001 - reported to the client
