@@ -15,8 +15,8 @@ from skyward.bootstrap.ops import Op
 from skyward.bootstrap.prepare import prepare_node
 from skyward.bootstrap.render import Script
 from skyward.bootstrap.runner import CommandRunner, LocalRunner
-from skyward.events import BootstrapCommand, BootstrapConsole, BootstrapError, BootstrapPhase
-from skyward.plugin import LaunchCommand
+from skyward.extension.plugin import LaunchCommand
+from skyward.observe.events import BootstrapCommand, BootstrapConsole, BootstrapError, BootstrapPhase
 from skyward.providers.base import NodeSetup
 
 #: One uv cache for every test and run, so only the first run downloads anything.

@@ -24,7 +24,7 @@ from skyward.bootstrap.ops import Op
 from skyward.bootstrap.render import Script, render_script
 from skyward.bootstrap.runner import LocalRunner, run_bootstrap
 from skyward.errors import BootstrapFailed
-from skyward.plugin import LaunchCommand
+from skyward.extension.plugin import LaunchCommand
 
 pytestmark = [needs_uv, pytest.mark.timeout(300)]
 

@@ -15,7 +15,7 @@ from bootstrap_support import needs_uv, use_shared_uv_cache
 
 import skyward as sky
 from skyward.errors import BootstrapFailed
-from skyward.events import BootstrapPhase
+from skyward.observe.events import BootstrapPhase
 
 pytestmark = [needs_uv, pytest.mark.timeout(300)]
 

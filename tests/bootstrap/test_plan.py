@@ -87,7 +87,7 @@ def test_plan_masks_credential_named_image_env_values() -> None:
 def test_plan_builds_the_venv_as_the_provider_does_and_shows_the_launch_line() -> None:
     """SSH(python=...) builds the venv on that interpreter, with its site-packages; the worker then
     starts through the plugins' launchers (tests/ssh/test_ssh_plan.py compares with a real host)."""
-    from skyward.plugin import LaunchCommand
+    from skyward.extension.plugin import LaunchCommand
 
     def launcher(command: LaunchCommand, context: object) -> LaunchCommand:
         return LaunchCommand(launcher="env MY_LAUNCHER=1", entrypoint=command.entrypoint, args=command.args)

@@ -12,7 +12,7 @@ import skyward.accelerators as acc
 from skyward.accelerators import Accelerator
 from skyward.accelerators._stub import STUB_PATH, render_stub
 from skyward.errors import ConfigurationError
-from skyward.instance import AcceleratorInfo
+from skyward.task.instance import AcceleratorInfo
 
 # --- the value object -------------------------------------------------------------------------
 

@@ -399,7 +399,7 @@ def test_provider_without_a_type_shows_both_forms(tmp_path: Path) -> None:
         load_pool("train")
 
 
-# --- these need skyward.registry.provider_config (the lead's module)
+# --- these need skyward.extension.registry.provider_config (the lead's module)
 
 
 def test_provider_name_becomes_its_config(tmp_path: Path) -> None:

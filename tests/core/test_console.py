@@ -10,8 +10,8 @@ import time
 import pytest
 
 import skyward as sky
-from skyward import events as ev
-from skyward.console import Console, format_duration, resolve_mode
+from skyward.observe import events as ev
+from skyward.observe.console import Console, format_duration, resolve_mode
 
 
 class TTYStringIO(io.StringIO):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from skyward.errors import ConfigurationError
-from skyward.logging import registered_secrets
+from skyward.observe.logging import registered_secrets
 from skyward.providers.credentials import resolve_secret
 
 VARIABLE = "SKYWARD_TEST_CLOUD_KEY"

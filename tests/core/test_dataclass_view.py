@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 import skyward as sky
+from skyward.client.hooks import PoolHooks
 from skyward.errors import ConfigurationError
-from skyward.hooks import PoolHooks
-from skyward.plugin import LaunchCommand, LaunchContext
+from skyward.extension.plugin import LaunchCommand, LaunchContext
 
 
 def my_framework() -> sky.Plugin:

@@ -9,9 +9,9 @@ import attrs
 import pytest
 import structlog
 
-from skyward import events as ev
 from skyward.errors import BootstrapFailed
-from skyward.instance import InstanceInfo
+from skyward.observe import events as ev
+from skyward.task.instance import InstanceInfo
 
 
 def _describe(event: ev.Event) -> str:

@@ -16,7 +16,7 @@ import pytest
 from core_support import assert_pool_works, cmdline, local_pool, parent_pid, pid_alive, wait_until, worker_pid
 
 import skyward as sky
-from skyward.plugin import LaunchCommand, Plugin
+from skyward.extension.plugin import LaunchCommand, Plugin
 from skyward.transport import forkserver
 from skyward.transport.pipes import PipeChannel
 

@@ -29,11 +29,10 @@ from core_support import local_pool
 
 import skyward as sky
 from skyward.bootstrap import Op
+from skyward.client.hooks import PoolHooks
 from skyward.errors import ConfigurationError, PluginError
-from skyward.hooks import PoolHooks
 from skyward.image import PipIndex
-from skyward.instance import InstanceInfo
-from skyward.logging import configure_logging, reset_logging
+from skyward.observe.logging import configure_logging, reset_logging
 from skyward.plugins.builtin.huggingface import HUGGINGFACE_PACKAGES, LOGIN_SCRIPT
 from skyward.plugins.builtin.mig import (
     MIG_PROFILES,
@@ -45,6 +44,7 @@ from skyward.plugins.builtin.mig import (
     workers_per_node,
 )
 from skyward.plugins.builtin.mps import mps_daemon_script
+from skyward.task.instance import InstanceInfo
 
 # `from skyward.plugins import mig` gives the factory (`sky.plugins.mig`), not the module.
 cuml_module = importlib.import_module("skyward.plugins.builtin.cuml")

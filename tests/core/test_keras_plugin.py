@@ -19,8 +19,8 @@ import pytest
 from core_support import local_pool
 
 import skyward as sky
+from skyward.client.hooks import PoolHooks
 from skyward.errors import ConfigurationError
-from skyward.hooks import PoolHooks
 from skyward.image import Image
 
 # --- the factory and its image ----------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 import structlog
 
 from skyward.errors import ConfigurationError
-from skyward.logging import (
+from skyward.observe.logging import (
     build_file_handler,
     configure_logging,
     log_path,

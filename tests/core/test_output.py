@@ -16,10 +16,18 @@ import attrs
 import cloudpickle
 import pytest
 
-import skyward.output as sky_output
-from skyward import runtime
-from skyward.instance import InstanceInfo
-from skyward.output import CallbackWriter, RoutingStream, install, redirect_output, silent, stderr, stdout
+import skyward.task.output as sky_output
+from skyward.task import runtime
+from skyward.task.instance import InstanceInfo
+from skyward.task.output import (
+    CallbackWriter,
+    RoutingStream,
+    install,
+    redirect_output,
+    silent,
+    stderr,
+    stdout,
+)
 
 HEAD = InstanceInfo(node=0, total_nodes=2)
 NODE_1 = InstanceInfo(node=1, total_nodes=2)
@@ -425,9 +433,9 @@ def test_decorated_function_filters_in_another_process() -> None:
     payload = cloudpickle.dumps(stdout(only="head")(remote_task))
     script = (
         "import sys, cloudpickle\n"
-        "from skyward import runtime\n"
-        "from skyward.instance import InstanceInfo\n"
-        "from skyward.output import install\n"
+        "from skyward.task import runtime\n"
+        "from skyward.task.instance import InstanceInfo\n"
+        "from skyward.task.output import install\n"
         "install()\n"
         "runtime.set_instance_info(InstanceInfo(node=1, total_nodes=2))\n"
         "fn = cloudpickle.loads(sys.stdin.buffer.read())\n"

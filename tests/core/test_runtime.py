@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from skyward import runtime
 from skyward.errors import NoActivePoolError
-from skyward.instance import InstanceInfo
+from skyward.task import runtime
+from skyward.task.instance import InstanceInfo
 
 
 @pytest.fixture(autouse=True)

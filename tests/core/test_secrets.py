@@ -29,10 +29,10 @@ import skyward as sky
 from skyward.bootstrap.prepare import prepare_node
 from skyward.bootstrap.runner import LocalRunner
 from skyward.errors import BootstrapFailed
+from skyward.extension.plugin import LaunchCommand
 from skyward.image import env_secrets
-from skyward.logging import configure_logging, reset_logging
+from skyward.observe.logging import configure_logging, reset_logging
 from skyward.options import LogConfig
-from skyward.plugin import LaunchCommand
 from skyward.providers.base import NodeSetup
 
 TOKEN = "hf_n0t-a-real-t0ken-4d1e"

@@ -8,10 +8,10 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from skyward import runtime
 from skyward.errors import NoActivePoolError
-from skyward.instance import InstanceInfo
-from skyward.sharding import DistributedSampler, shard
+from skyward.task import runtime
+from skyward.task.instance import InstanceInfo
+from skyward.task.sharding import DistributedSampler, shard
 
 try:
     import numpy as np

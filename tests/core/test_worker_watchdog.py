@@ -20,8 +20,8 @@ import pytest
 from core_support import local_pool
 
 import skyward as sky
-from skyward.instance import InstanceInfo
 from skyward.messages import Hello, TaskMessage, function_key, pickle_function
+from skyward.task.instance import InstanceInfo
 from skyward.wire import Frame, FrameDecoder, Kind, encode_bytes
 
 

@@ -17,11 +17,11 @@ import pytest
 import skyward as sky
 import skyward_jax
 import skyward_jax.hooks
-from skyward import registry
+from skyward.client.hooks import PoolHooks
 from skyward.errors import ConfigurationError
-from skyward.hooks import PoolHooks
+from skyward.extension import registry
 from skyward.image import Image
-from skyward.instance import InstanceInfo
+from skyward.task.instance import InstanceInfo
 from skyward_jax import jax_plugin
 
 # Test modules are not importable on a worker, so this one travels by value.

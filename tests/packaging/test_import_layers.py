@@ -43,7 +43,8 @@ PACKAGES = {
 #: Core's layers, lowest first, each a list of units: a top-level module, or a subpackage with all
 #: its modules (`skyward` is the package root alone). docs/architecture.md draws the same table.
 CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # Plain code that needs nothing of ours above it: errors, the wire format, time and retries.
+    # Plain code that needs nothing of ours above it: errors, the wire format, time and retries, and
+    # the task-side helpers (`task/`: where a task runs, its shard, its output), which need only errors.
     (
         "foundations",
         (
@@ -52,31 +53,30 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "active",
             "dataclass_view",
             "errors",
-            "instance",
             "messages",
-            "output_routing",
             "payload",
             "pickling",
             "retry",
             "secrets",
+            "task",
             "time",
             "tracebacks",
             "wire",
         ),
     ),
-    # What providers and plugins are written against: the hook catalogue, `Plugin`, the registry.
-    ("contracts", ("folds", "hookspecs", "plugin", "registry")),
-    # What a user writes down: a spec, an image, options; and the events a pool tells.
-    ("values", ("events", "image", "options", "spec")),
-    ("observability", ("console", "logging")),
-    # What runs a node: bootstrap, channels, the worker, the providers, the task-side helpers.
-    ("machinery", ("bootstrap", "output", "providers", "runtime", "sharding", "transport", "worker")),
-    # What the user calls: pools, functions, configuration, the hooks that bind plugins to a pool,
-    # core's own registrations (they name the providers), the plugins that ship with core, the CLI.
-    (
-        "client",
-        ("builtins", "cli", "client", "config", "config_records", "function", "hooks", "plugins", "resolve"),
-    ),
+    # What providers and plugins are written against (`extension/`): the hook catalogue, `Plugin`,
+    # the registry, the folding hooks' starting values.
+    ("contracts", ("extension",)),
+    # What a user writes down: a spec, an image, options.
+    ("values", ("image", "options", "spec")),
+    # What a pool tells (`observe/`): its events, the console that draws them, the logs.
+    ("observability", ("observe",)),
+    # What runs a node: bootstrap, channels, the worker, the providers.
+    ("machinery", ("bootstrap", "providers", "transport", "worker")),
+    # What the user calls: pools (with the hooks that bind plugins to a pool and core's own
+    # registrations, which name the providers), functions, configuration, the plugins that ship
+    # with core, the CLI.
+    ("client", ("cli", "client", "config", "config_records", "function", "plugins", "resolve")),
     # The public surface, and the provider contract suite written against it.
     ("surface", ("skyward", "testing")),
 )

@@ -39,7 +39,7 @@ def distribution(root: Path, name: str, hooks: str) -> Path:
     finds it exactly as it finds an installed wheel.
     """
     module = name.replace("-", "_")
-    (root / f"{module}.py").write_text("from skyward.hookspecs import hookimpl\n" + hooks)
+    (root / f"{module}.py").write_text("from skyward.extension.hookspecs import hookimpl\n" + hooks)
     info = root / f"{module}-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")

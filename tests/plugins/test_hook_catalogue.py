@@ -13,8 +13,8 @@ from pathlib import Path
 from plugin_support import distribution, run
 
 import skyward as sky
-from skyward.hooks import PoolHooks
-from skyward.hookspecs import hookimpl
+from skyward.client.hooks import PoolHooks
+from skyward.extension.hookspecs import hookimpl
 from skyward.plugins import LaunchCommand, LaunchContext, Plugin
 from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
 

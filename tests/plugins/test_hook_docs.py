@@ -7,9 +7,9 @@ from pathlib import Path
 
 import attrs
 
-from skyward import hookspecs
-from skyward.hooks import PluginAdapter, PluginFolds
-from skyward.plugin import Plugin
+from skyward.client.hooks import PluginAdapter, PluginFolds
+from skyward.extension import hookspecs
+from skyward.extension.plugin import Plugin
 from skyward.worker.lifecycle import WorkerAdapter
 
 DOCS = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()

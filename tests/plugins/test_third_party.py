@@ -71,7 +71,7 @@ def test_missing_name_error_mentions_the_broken_distribution(venv: Path) -> None
 
 
 def test_autoload_can_be_disabled_for_third_party_distributions(venv: Path) -> None:
-    code = "import os, skyward.registry as r\nprint(sorted(r.providers()))"
+    code = "import os, skyward.extension.registry as r\nprint(sorted(r.providers()))"
     result = subprocess.run(
         [str(venv), "-c", code], capture_output=True, text=True, timeout=60,
         env={"SKYWARD_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/usr/bin:/bin"},

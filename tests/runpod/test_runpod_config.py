@@ -7,7 +7,7 @@ import pytest
 
 import skyward as sky
 from skyward.errors import ConfigurationError
-from skyward.logging import registered_secrets
+from skyward.observe.logging import registered_secrets
 
 
 def test_a_missing_api_key_fails_at_construction_naming_the_variable() -> None:

@@ -25,7 +25,7 @@ from ssh_hosts import SSHServer, free_port, start_machine, workers_of
 
 import skyward as sky
 from skyward.errors import CapacityError, HostKeyError, ProvisionError
-from skyward.logging import registered_secrets
+from skyward.observe.logging import registered_secrets
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import CloudProvider, MachineAccess, with_backoff
 

@@ -52,7 +52,7 @@ def test_more_nodes_than_hosts_is_a_configuration_error() -> None:
 
 
 def test_ssh_is_a_core_provider_found_by_name() -> None:
-    from skyward.registry import provider_class
+    from skyward.extension.registry import provider_class
 
     assert sky.SSH is provider_class("ssh")
     assert sky.SSH(hosts=["a"]).name == "ssh"

@@ -12,7 +12,7 @@ from ssh_hosts import SSHHosts, ssh_pool, ssh_provider
 
 import skyward as sky
 from skyward.client.planning import PLAN_WORKDIR
-from skyward.plugin import LaunchCommand
+from skyward.extension.plugin import LaunchCommand
 
 
 def _launcher(command: LaunchCommand, context: Any) -> LaunchCommand:

@@ -13,8 +13,8 @@ from typing import Any
 
 from ssh_hosts import SSHHosts, SSHServer, cmdline, parent_pid, pid_alive, processes_of, wait_until
 
-from skyward.instance import InstanceInfo
 from skyward.messages import Hello, TaskMessage, function_key, pickle_function
+from skyward.task.instance import InstanceInfo
 from skyward.transport.ssh import SSHChannel, SSHRunner, connect, worker_command
 from skyward.wire import Frame, Kind
 

@@ -11,9 +11,9 @@ import shlex
 import pytest
 
 import skyward as sky
+from skyward.client.hooks import PoolHooks
 from skyward.errors import ConfigurationError, PluginError
-from skyward.hooks import PoolHooks
-from skyward.plugin import LaunchCommand, LaunchContext
+from skyward.extension.plugin import LaunchCommand, LaunchContext
 
 PY = "/opt/skyward/.venv/bin/python"
 WORKER = LaunchCommand(entrypoint=f"{PY} -m skyward.worker")

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import pytest
 
 import skyward as sky
-import skyward.registry
+import skyward.extension.registry
 import skyward_torch
 from skyward.errors import ConfigurationError
-from skyward.instance import InstanceInfo
+from skyward.task.instance import InstanceInfo
 from skyward_torch.torch_plugin import TOPOLOGY_VARIABLES, distributed_env
 
 INDEX = "https://download.pytorch.org/whl"
@@ -94,7 +94,7 @@ def test_bad_arguments_fail_when_the_plugin_is_built(kwargs: dict) -> None:
 def test_sky_plugins_torch_is_the_factory_of_the_skyward_torch_distribution() -> None:
     assert sky.plugins.torch is skyward_torch.torch
     assert sky.plugins.accelerate is skyward_torch.accelerate
-    pm = skyward.registry.plugin_manager()
+    pm = skyward.extension.registry.plugin_manager()
     owners = {
         impl.plugin_name
         for impl in pm.hook.skyward_plugins.get_hookimpls()

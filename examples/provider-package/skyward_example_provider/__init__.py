@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from skyward.hookspecs import hookimpl
+from skyward.extension.hookspecs import hookimpl
 from skyward.options import Options
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.spec import Spec

@@ -17,7 +17,7 @@ import botocore.config
 import botocore.exceptions
 
 from skyward.errors import CapacityError, ConfigurationError, ProvisionError
-from skyward.logging import register_secret
+from skyward.observe.logging import register_secret
 
 if TYPE_CHECKING:
     from skyward_aws.config import AWS

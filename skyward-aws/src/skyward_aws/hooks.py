@@ -6,7 +6,7 @@ only when a name is looked up, so `import skyward` stays fast and boto3 loads on
 
 from __future__ import annotations
 
-from skyward.hookspecs import hookimpl
+from skyward.extension.hookspecs import hookimpl
 
 
 @hookimpl

@@ -37,7 +37,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "NodeLostError", "NoActivePoolError", "PluginError", "PoolClosedError", "ProvisionError", "RemoteError",
         "SerializationError", "SkywardError", "TaskProcessError",
     ),
-    "skyward.events": (
+    "skyward.observe.events": (
         "BootstrapCommand", "BootstrapConsole", "BootstrapError", "BootstrapPhase", "BootstrapRequested",
         "ClusterDestroyed", "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Error", "Event",
         "InstanceBootstrapped", "InstanceDestroyed", "InstanceLaunched", "InstancePreempted",
@@ -46,13 +46,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TaskStarted",
     ),
     "skyward.image": ("DEFAULT_IMAGE", "Image", "PipIndex"),
-    "skyward.instance": ("AcceleratorInfo", "InstanceInfo", "NetworkInfo", "PeerInfo"),
+    "skyward.task.instance": ("AcceleratorInfo", "InstanceInfo", "NetworkInfo", "PeerInfo"),
     "skyward.options": ("LogConfig", "Options", "Worker"),
-    "skyward.output": ("CallbackWriter", "redirect_output", "silent", "stderr", "stdout"),
-    "skyward.plugin": ("Plugin",),
+    "skyward.task.output": ("CallbackWriter", "redirect_output", "silent", "stderr", "stdout"),
+    "skyward.extension.plugin": ("Plugin",),
     "skyward.providers.local": ("Local",),
-    "skyward.runtime": ("instance_info", "is_head"),
-    "skyward.sharding": ("DistributedSampler", "shard"),
+    "skyward.task.runtime": ("instance_info", "is_head"),
+    "skyward.task.sharding": ("DistributedSampler", "shard"),
     "skyward.spec": ("Nodes", "S3Volume", "Spec", "Volume"),
 }
 #: Subpackages and modules that are public attributes.
@@ -87,7 +87,9 @@ if TYPE_CHECKING:
         SkywardError,
         TaskProcessError,
     )
-    from skyward.events import (
+    from skyward.extension.plugin import Plugin
+    from skyward.image import DEFAULT_IMAGE, Image, PipIndex
+    from skyward.observe.events import (
         BootstrapCommand,
         BootstrapConsole,
         BootstrapError,
@@ -117,15 +119,13 @@ if TYPE_CHECKING:
         TaskRetried,
         TaskStarted,
     )
-    from skyward.image import DEFAULT_IMAGE, Image, PipIndex
-    from skyward.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
     from skyward.options import LogConfig, Options, Worker
-    from skyward.output import CallbackWriter, redirect_output, silent, stderr, stdout
-    from skyward.plugin import Plugin
     from skyward.providers.local import Local
-    from skyward.runtime import instance_info, is_head
-    from skyward.sharding import DistributedSampler, shard
     from skyward.spec import Nodes, S3Volume, Spec, Volume
+    from skyward.task.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
+    from skyward.task.output import CallbackWriter, redirect_output, silent, stderr, stdout
+    from skyward.task.runtime import instance_info, is_head
+    from skyward.task.sharding import DistributedSampler, shard
 
     Compute = Pool
     ComputePool = Pool
@@ -157,7 +157,7 @@ def __dir__() -> list[str]:
 def _provider_class(name: str) -> Any:
     if name.startswith("__") or not name[:1].isupper():
         raise AttributeError(f"module 'skyward' has no attribute {name!r}")
-    from skyward.registry import KNOWN_PROVIDER_PACKAGES, provider_class, providers
+    from skyward.extension.registry import KNOWN_PROVIDER_PACKAGES, provider_class, providers
 
     if name in KNOWN_PROVIDER_PACKAGES or name in providers():
         return provider_class(name)

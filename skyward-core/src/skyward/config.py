@@ -38,9 +38,9 @@ tables over each other; ``skyward.config_records`` turns a finished table into r
 cattrs converter, refusing unknown keys and naming the key path of any failure. Merging
 ``[defaults]`` under a pool is per key: tables (``image``, ``options``, ``provider`` of the same
 ``type``...) merge key by key, while any other value set in the pool, lists included, replaces the
-default. A ``provider`` table's ``type`` is looked up with ``skyward.registry.provider_class`` and
+default. A ``provider`` table's ``type`` is looked up with ``skyward.extension.registry.provider_class`` and
 its other keys are that class's arguments, so a provider from another package works as soon as
-that package is installed; a plugin name goes to ``skyward.registry.plugin_factory`` the same way.
+that package is installed; a plugin name goes to ``skyward.extension.registry.plugin_factory`` the same way.
 The records are the ones the Python API builds, so a pool from the file equals the same pool
 written in Python (``Spec`` and ``Options`` compare by value; a plugin compares equal when its
 factory's values do).
@@ -59,7 +59,7 @@ import attrs
 
 from skyward.config_records import CONFIG_FILENAME, build_pool, build_provider
 from skyward.errors import ConfigurationError
-from skyward.logging import skyward_home
+from skyward.observe.logging import skyward_home
 
 if TYPE_CHECKING:
     from skyward.options import Options

@@ -3,8 +3,8 @@
 ``skyward.config`` finds and reads the files and lays the tables over each other; this module turns
 one finished table into records. One cattrs converter walks it: it refuses keys a record does not
 have (``forbid_extra_keys``), builds the nested records (image, nodes, volumes, options, worker,
-logging), resolves a provider ``type`` through ``skyward.registry.provider_class`` and a plugin
-name through ``skyward.registry.plugin_factory``, and collects, for any failure, the path of keys
+logging), resolves a provider ``type`` through ``skyward.extension.registry.provider_class`` and a plugin
+name through ``skyward.extension.registry.plugin_factory``, and collects, for any failure, the path of keys
 that led to it. Values themselves are passed as they are to the attrs classes, whose converters and
 validators already turn "A100" into an accelerator or refuse ``nodes = 0`` with an error naming the
 fix; a second, weaker copy of those rules here would drift from them.
@@ -72,7 +72,7 @@ def _provider(value: object, _type: object) -> object:
         raise ConfigurationError(
             'provider needs a name, e.g. provider = "aws" or provider = { type = "aws" }'
         )
-    from skyward.registry import provider_class  # lazy: discovery loads entry points
+    from skyward.extension.registry import provider_class  # lazy: discovery loads entry points
 
     cls = provider_class(kind)
     _check_arguments(cls, table, f"{kind} provider")
@@ -101,7 +101,7 @@ def _plugins(value: object, _type: object) -> object:
         raise ConfigurationError(
             'plugins must be a list, e.g. plugins = ["torch", { name = "joblib", version = "1.4.2" }]'
         )
-    from skyward.registry import plugin_factory  # lazy: discovery loads entry points
+    from skyward.extension.registry import plugin_factory  # lazy: discovery loads entry points
 
     built = []
     for index, item in enumerate(value):

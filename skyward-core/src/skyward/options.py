@@ -35,7 +35,7 @@ SELECTIONS: tuple[str, ...] = ("cheapest", "first")
 CONSOLE_MODES: tuple[str, ...] = ("rich", "minimal", "log", "silent")
 LOG_LEVELS: tuple[str, ...] = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
-# The units skyward.logging's file handler understands; sizes are binary multiples ("50 MB" = 50 MiB).
+# The units skyward.observe.logging's file handler understands; sizes are binary multiples ("50 MB" = 50 MiB).
 _SIZE_UNITS = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 _INTERVAL_UNITS = {
     "S": 1, "SEC": 1, "SECOND": 1,

@@ -21,8 +21,8 @@ SECRET, PASSWORD or APIKEY (`GHTOKEN`). Whole words, not substrings: `KEYBOARD_L
 ("false", "us") would garble every line that contains them. For the same reason values shorter than
 `MIN_SECRET_LENGTH` characters and yes/no words (`true`, `false`, `none`...) are never secrets.
 
-This module imports nothing of Skyward's and nothing heavy: `skyward.events`, `skyward.logging`
-and `skyward.image` build on it, and a worker may import it.
+This module imports nothing of Skyward's and nothing heavy: `skyward.observe.events`,
+`skyward.observe.logging` and `skyward.image` build on it, and a worker may import it.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def registered_secrets() -> tuple[str, ...]:
 
 
 def clear_secrets() -> None:
-    """Forget every registered secret (`skyward.logging.reset_logging`, for tests and embedders)."""
+    """Forget every registered secret (`skyward.observe.logging.reset_logging`, for tests and embedders)."""
     with _lock:
         _registry.clear()
 

@@ -224,7 +224,7 @@ def _provider(value: object) -> object:
     if value is None:
         return None
     if isinstance(value, str):
-        from skyward.registry import provider_config  # lazy: discovery loads entry points
+        from skyward.extension.registry import provider_config  # lazy: discovery loads entry points
 
         return provider_config(value)
     if isinstance(value, type) and callable(getattr(value, "create", None)):

@@ -7,7 +7,7 @@ building the plugin on the client) never imports a framework.
 
 from __future__ import annotations
 
-from skyward.hookspecs import hookimpl
+from skyward.extension.hookspecs import hookimpl
 
 
 @hookimpl

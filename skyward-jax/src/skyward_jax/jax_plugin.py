@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from skyward.errors import ConfigurationError
-from skyward.plugin import Plugin
+from skyward.extension.plugin import Plugin
 
 __all__ = ["COORDINATOR_PORT_OFFSET", "distributed_env", "jax", "jax_requirement"]
 

@@ -7,7 +7,7 @@ when a pool starts.
 
 from __future__ import annotations
 
-from skyward.hookspecs import hookimpl
+from skyward.extension.hookspecs import hookimpl
 
 
 @hookimpl

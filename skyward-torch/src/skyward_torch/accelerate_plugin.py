@@ -52,8 +52,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from skyward.errors import ConfigurationError
+from skyward.extension.plugin import AccelerateConfig, LaunchCommand, LaunchContext, Plugin
 from skyward.image import Image
-from skyward.plugin import AccelerateConfig, LaunchCommand, LaunchContext, Plugin
 
 __all__ = ["ACCELERATE_CLI", "accelerate", "accelerate_flags", "distributed_type"]
 

@@ -7,7 +7,7 @@ discovering these names (and building the plugins on the client) never imports a
 
 from __future__ import annotations
 
-from skyward.hookspecs import hookimpl
+from skyward.extension.hookspecs import hookimpl
 
 
 @hookimpl

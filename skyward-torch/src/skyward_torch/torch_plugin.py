@@ -61,8 +61,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from skyward.errors import ConfigurationError
+from skyward.extension.plugin import Plugin
 from skyward.image import Image, PipIndex
-from skyward.plugin import Plugin
 
 __all__ = ["TORCH_INDEX", "distributed_env", "torch", "wheel_packages"]
 

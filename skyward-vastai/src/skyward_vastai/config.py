@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.logging import register_secret
+from skyward.observe.logging import register_secret
 
 if TYPE_CHECKING:
     from skyward.options import Options

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from skyward.hookspecs import hookimpl
+from skyward.extension.hookspecs import hookimpl
 
 
 @hookimpl

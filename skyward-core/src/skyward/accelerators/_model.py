@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.instance import AcceleratorInfo
+from skyward.task.instance import AcceleratorInfo
 
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:g|gb|gib)?\s*$", re.IGNORECASE)
 

@@ -21,7 +21,7 @@ from skyward.bootstrap.render import Script, render_script
 from skyward.bootstrap.runner import CommandRunner, RunnerConnectionLost, new_progress, run_bootstrap
 from skyward.bootstrap.wheels import local_wheels, resolve_source, wheel_cache_dir
 from skyward.errors import SkywardError
-from skyward.events import BootstrapRequested
+from skyward.observe.events import BootstrapRequested
 
 __all__ = ["DEFAULT_EXCLUDES", "Reconnect", "bootstrap_secrets", "prepare_node", "stage_includes"]
 
@@ -139,7 +139,7 @@ def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:
     found: list[str] = list(getattr(setup, "secrets", ()) or ())
     for op in ops:
         found += list(getattr(op, "secrets", ()) or ())
-    from skyward import logging as sky_logging
+    from skyward.observe import logging as sky_logging
 
     found += sky_logging.registered_secrets()
     shortest = sky_logging.MIN_SECRET_LENGTH  # shorter ones would mask ordinary words

@@ -21,7 +21,13 @@ from typing import Any, Literal, Protocol
 
 from skyward.bootstrap.render import RESUME, Script
 from skyward.errors import BootstrapFailed
-from skyward.events import BootstrapCommand, BootstrapConsole, BootstrapError, BootstrapPhase, mask_secrets
+from skyward.observe.events import (
+    BootstrapCommand,
+    BootstrapConsole,
+    BootstrapError,
+    BootstrapPhase,
+    mask_secrets,
+)
 
 __all__ = [
     "DRAIN_GRACE", "TAIL_LINES", "CommandRunner", "LocalRunner", "RunnerConnectionLost",

@@ -174,7 +174,7 @@ def resolve_source(image: Any) -> str:
 
 def wheel_cache_dir() -> Path:
     """Where assembled wheels are kept between pools: `~/.skyward/wheels` (under `$SKYWARD_HOME` when set)."""
-    from skyward.logging import skyward_home
+    from skyward.observe.logging import skyward_home
 
     return skyward_home() / "wheels"
 

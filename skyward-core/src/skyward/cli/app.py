@@ -56,7 +56,7 @@ class SkyGroup(click.Group):
 @functools.cache
 def plugin_commands() -> dict[str, click.Command]:
     """The commands installed distributions add through `skyward_cli_commands`, by name."""
-    from skyward import registry
+    from skyward.extension import registry
 
     found: dict[str, click.Command] = {}
     for distribution, answer in registry.answers("skyward_cli_commands"):

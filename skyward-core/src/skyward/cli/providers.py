@@ -18,9 +18,9 @@ import attrs
 import click
 from rich.text import Text
 
-from skyward import registry
 from skyward.cli.output import console, emit_json, json_option, table
 from skyward.errors import MissingPackageError
+from skyward.extension import registry
 
 check_option = click.option(
     "--check", is_flag=True, help="Also make one cheap authenticated call per provider to verify credentials."

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from skyward.cli.output import console, emit_json, json_option, table
-from skyward.registry import CORE_DISTRIBUTION, ENTRY_POINT_GROUP
+from skyward.extension.registry import CORE_DISTRIBUTION, ENTRY_POINT_GROUP
 
 
 def distributions() -> list[dict[str, str]]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.events import Error
+from skyward.observe.events import Error
 
 if TYPE_CHECKING:
     from skyward.client.fleet import Fleet

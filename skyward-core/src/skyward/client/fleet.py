@@ -17,10 +17,14 @@ import attrs
 import structlog
 
 from skyward.client import machines
+from skyward.client.hooks import PoolHooks
 from skyward.client.node import NodeHandle
 from skyward.client.spend import Spend
 from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError
-from skyward.events import (
+from skyward.extension.plugin import LaunchCommand
+from skyward.image import image_secrets
+from skyward.messages import Hello
+from skyward.observe.events import (
     ClusterDestroyed,
     ClusterProvisioned,
     ClusterReady,
@@ -36,13 +40,9 @@ from skyward.events import (
     PoolResized,
     TaskRetried,
 )
-from skyward.hooks import PoolHooks
-from skyward.image import image_secrets
-from skyward.instance import InstanceInfo
-from skyward.logging import register_secret
-from skyward.messages import Hello
-from skyward.plugin import LaunchCommand
+from skyward.observe.logging import register_secret
 from skyward.providers.base import NodeSetup
+from skyward.task.instance import InstanceInfo
 from skyward.tracebacks import include_sources
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from skyward.instance import InstanceInfo, PeerInfo
+from skyward.task.instance import InstanceInfo, PeerInfo
 
 
 def describe(specs: tuple[Any, ...]) -> str:

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from skyward.client.shipping import FunctionLedger
-from skyward.events import Error, Log, TaskCompleted, TaskStarted
 from skyward.messages import RemoteFailure
+from skyward.observe.events import Error, Log, TaskCompleted, TaskStarted
 from skyward.wire import Frame, Kind, Undecodable, as_kind
 
 if TYPE_CHECKING:
     from skyward.client.tasks import TaskState
-    from skyward.instance import InstanceInfo
     from skyward.providers.base import Instance
+    from skyward.task.instance import InstanceInfo
     from skyward.transport.base import Channel
 
 

@@ -22,8 +22,8 @@ import attrs
 from skyward.bootstrap.ops import Op, as_ops
 from skyward.bootstrap.prepare import bootstrap_secrets
 from skyward.bootstrap.render import render_script
-from skyward.events import mask_secrets
 from skyward.image import env_secrets
+from skyward.observe.events import mask_secrets
 
 if TYPE_CHECKING:
     from skyward.providers.base import Cluster, Provider
@@ -41,7 +41,7 @@ class Plan:
 
     The script ends with the launch line as a comment, so printing it shows everything a node runs;
     bash ignores the comment, and the rest is the text the node runs. Secrets (the ops' own, values
-    registered with `skyward.logging.register_secret`, such as `huggingface(token=...)`, and
+    registered with `skyward.observe.logging.register_secret`, such as `huggingface(token=...)`, and
     credential-named `env` values) read `***`: a plan is for reading, printing and pasting into an
     issue. A pool renders its own script, with the values, for its nodes alone.
     """
@@ -64,7 +64,7 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
         print(sky.plan(image=sky.Image(pip=["six"]), plugins=[sky.plugins.mps()]))
     """
     from skyward.bootstrap.wheels import resolve_source, shipments
-    from skyward.hooks import PoolHooks
+    from skyward.client.hooks import PoolHooks
     from skyward.providers.base import Cluster
     from skyward.resolve import resolve_compute_args
 

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from skyward import active, registry
+from skyward import active
 from skyward.client.autoscaler import AutoscaleDriver
 from skyward.client.deadlines import Deadlines
 from skyward.client.dispatch import Dispatcher
@@ -38,8 +38,9 @@ from skyward.client.preparation import (
 from skyward.client.scheduler import Scheduler
 from skyward.client.tasks import RemoteGenerator, TaskState, Waiter
 from skyward.errors import PoolClosedError
-from skyward.events import Event, EventBus
+from skyward.extension import registry
 from skyward.function import PendingFunction, PendingFunctionGroup, check_timeout, not_a_call, unwrap_function
+from skyward.observe.events import Event, EventBus
 from skyward.secrets import mask_exception
 
 
@@ -288,8 +289,8 @@ class Pool:
     # -- observability and signals -----------------------------------------------------------------------
 
     def _setup_observability(self) -> None:
-        from skyward.console import Console
-        from skyward.logging import configure_logging
+        from skyward.observe.console import Console
+        from skyward.observe.logging import configure_logging
 
         configure_logging(self.options.logging)
         mode = self.options.console_mode

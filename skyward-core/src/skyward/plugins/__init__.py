@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skyward.plugin import (
+from skyward.extension.plugin import (
     AccelerateConfig,
     LaunchCommand,
     LaunchContext,
@@ -27,6 +27,6 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
-    from skyward.registry import plugin_factory
+    from skyward.extension.registry import plugin_factory
 
     return plugin_factory(name)

@@ -36,7 +36,7 @@ import attrs
 import structlog
 
 from skyward.errors import CapacityError, ProvisionError
-from skyward.logging import register_secret
+from skyward.observe.logging import register_secret
 from skyward.options import Options
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.providers.remote import RemoteNodes

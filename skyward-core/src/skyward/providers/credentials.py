@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.logging import register_secret
+from skyward.observe.logging import register_secret
 
 
 @attrs.frozen

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
+from skyward.extension.plugin import LaunchCommand
 from skyward.options import Options
-from skyward.plugin import LaunchCommand
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.transport import forkserver
 from skyward.transport.pipes import PipeChannel

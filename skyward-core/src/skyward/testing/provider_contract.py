@@ -39,10 +39,10 @@ import pytest
 import skyward as sky
 from skyward.options import Options
 from skyward.providers.base import Cluster, Instance, Provider
-from skyward.runtime import instance_info
 from skyward.spec import Spec
+from skyward.task.runtime import instance_info
 
-#: The task a contract pool runs: where it ran. Pickled by reference (`skyward.runtime`), so a
+#: The task a contract pool runs: where it ran. Pickled by reference (`skyward.task.runtime`), so a
 #: node needs nothing of this module, or of pytest.
 where = sky.function(instance_info)
 

@@ -13,7 +13,7 @@ import select
 import sys
 import threading
 
-from skyward.output_routing import RoutingStream
+from skyward.task.output_routing import RoutingStream
 from skyward.wire import Kind
 
 

@@ -1,8 +1,8 @@
 """Plugin hooks on the worker: `around_app` once per process, `around_process` once per executor
 subprocess, `decorate` once per function. Contexts enter in plugin order and exit in reverse.
 
-The worker walks the same hook catalogue as the client (`skyward.hookspecs`): `WorkerHooks` is a
-plugin manager holding core's starting values (`skyward.folds`) and the `Plugin` values the pool
+The worker walks the same hook catalogue as the client (`skyward.extension.hookspecs`): `WorkerHooks` is a
+plugin manager holding core's starting values (`skyward.extension.folds`) and the `Plugin` values the pool
 shipped, and the worker calls `skyward_decorate`, `skyward_around_app` and
 `skyward_around_process` through it. None of it runs per task: a function is decorated once (the
 wrapper is cached), and the contexts are entered once.
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 import pluggy
 
-from skyward import folds, hookspecs
 from skyward.errors import PluginError
-from skyward.hookspecs import TaskFunction, hookimpl
+from skyward.extension import folds, hookspecs
+from skyward.extension.hookspecs import TaskFunction, hookimpl
 
 if TYPE_CHECKING:
-    from skyward.instance import InstanceInfo
-    from skyward.plugin import Plugin, ProcessLifecycle
+    from skyward.extension.plugin import Plugin, ProcessLifecycle
+    from skyward.task.instance import InstanceInfo
 
 
 def hook_failed(plugin: Plugin, hook: str, exc: BaseException, when: str = "") -> PluginError:
@@ -103,7 +103,7 @@ class WorkerAdapter:
 
 
 class WorkerHooks:
-    """The worker's plugin manager: core's starting values (`skyward.folds`), then the shipped
+    """The worker's plugin manager: core's starting values (`skyward.extension.folds`), then the shipped
     plugins (see WorkerAdapter)."""
 
     def __init__(self, plugins: Sequence[Plugin]) -> None:

@@ -56,7 +56,7 @@ class _Running:
 
 class Worker:
     def __init__(self, channel: WorkerChannel, pump: OutputPump, hello: Hello) -> None:
-        from skyward import runtime
+        from skyward.task import runtime
 
         self.channel = channel
         self.pump = pump
@@ -127,7 +127,7 @@ class Worker:
         elif kind is Kind.PING:
             self.channel.send(Kind.PONG, frame.id, frame.payload)
         elif kind is Kind.INFO:
-            from skyward import runtime
+            from skyward.task import runtime
 
             self.info = frame.payload
             runtime.set_instance_info(frame.payload)
@@ -392,7 +392,7 @@ def main() -> None:
     sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     pump.start()
     try:
-        from skyward import output
+        from skyward.task import output
 
         output.install()
     except ImportError:

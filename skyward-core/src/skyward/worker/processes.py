@@ -175,7 +175,8 @@ def _died(slot: _Slot) -> TaskProcessError:
 
 
 def _child_main(conn: Any, init_bytes: bytes) -> None:
-    from skyward import runtime, tracebacks
+    from skyward import tracebacks
+    from skyward.task import runtime
     from skyward.worker.functions import LoadedFunctions
     from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
 

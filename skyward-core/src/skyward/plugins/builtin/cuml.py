@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from skyward.errors import ConfigurationError, PluginError
+from skyward.extension.plugin import Plugin
 from skyward.image import PipIndex
-from skyward.plugin import Plugin
 
 __all__ = ["RAPIDS_INDEX_URL", "SUPPORTED_CUDA", "cuml", "rapids_packages"]
 

@@ -13,7 +13,7 @@ The token is a credential, so it is handled as one:
 - the value reaches a node in one place only: the node's environment file (`env.sh`, mode 600),
   written by the bootstrap script the pool sends it. `sky.plan(...)` shows that line as
   `export HF_TOKEN=***`, and the image's repr masks it too;
-- the token is registered with `skyward.logging.register_secret`, so it is written as `***` in
+- the token is registered with `skyward.observe.logging.register_secret`, so it is written as `***` in
   every Skyward log line;
 - it lives only in the hooks' closures, so `repr(plugin)` cannot show it.
 
@@ -28,8 +28,8 @@ from typing import Any
 
 from skyward.bootstrap.ops import Op
 from skyward.errors import ConfigurationError
-from skyward.logging import register_secret
-from skyward.plugin import Plugin
+from skyward.extension.plugin import Plugin
+from skyward.observe.logging import register_secret
 
 __all__ = ["HUGGINGFACE_PACKAGES", "LOGIN_SCRIPT", "huggingface"]
 

@@ -52,8 +52,8 @@ from typing import Any
 import structlog
 
 from skyward.errors import ConfigurationError
+from skyward.extension.plugin import Plugin
 from skyward.function import PendingFunction
-from skyward.plugin import Plugin
 
 __all__ = ["BACKEND_NAME", "joblib", "joblib_batch", "sklearn"]
 

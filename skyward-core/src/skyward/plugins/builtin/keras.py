@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from skyward.errors import ConfigurationError
-from skyward.plugin import Plugin
+from skyward.extension.plugin import Plugin
 
 __all__ = ["BACKENDS", "keras"]
 

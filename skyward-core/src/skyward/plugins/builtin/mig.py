@@ -32,7 +32,7 @@ import attrs
 
 from skyward.bootstrap.ops import Op
 from skyward.errors import ConfigurationError, PluginError
-from skyward.plugin import Plugin
+from skyward.extension.plugin import Plugin
 
 __all__ = [
     "MIG_PROFILES",

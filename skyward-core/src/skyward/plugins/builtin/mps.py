@@ -25,7 +25,7 @@ from typing import Any
 
 from skyward.bootstrap.ops import Op
 from skyward.errors import ConfigurationError
-from skyward.plugin import Plugin
+from skyward.extension.plugin import Plugin
 
 __all__ = ["MPS_LOG_DIRECTORY", "MPS_PIPE_DIRECTORY", "mps", "mps_daemon_script"]
 

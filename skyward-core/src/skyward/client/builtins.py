@@ -3,7 +3,7 @@
 Besides the built-in providers and plugin factories, core answers the folding hooks' starting
 values (`trylast`, so anything else answers first): the spec's image, the plain worker command
 and the undecorated function, which the pool's plugins then transform as hook wrappers. Those
-three live in `skyward.folds`, which the worker registers (`skyward.worker.lifecycle`): this
+three live in `skyward.extension.folds`, which the worker registers (`skyward.worker.lifecycle`): this
 module names the providers and so stands with the client, above the worker.
 
 Plugin factories are imported on first call, so discovering them imports no framework.
@@ -15,11 +15,11 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from skyward.folds import skyward_decorate, skyward_image_transform, skyward_launcher
-from skyward.hookspecs import hookimpl
+from skyward.extension.folds import skyward_decorate, skyward_image_transform, skyward_launcher
+from skyward.extension.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from skyward.plugin import Plugin
+    from skyward.extension.plugin import Plugin
     from skyward.providers.base import ProviderConfig
 
 #: The folding hooks' starting values, registered with this module (pluggy reads its attributes).

@@ -12,7 +12,7 @@ What this cannot see: writes straight to file descriptor 1/2 (subprocesses, C ex
 Threads a task starts run in a fresh context (Python < 3.14) and so print to the default stream
 unless started under `contextvars.copy_context().run`.
 
-The routers themselves are `skyward.output_routing`'s; their names are importable from here too.
+The routers themselves are `skyward.task.output_routing`'s; their names are importable from here too.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from skyward.instance import InstanceInfo
-from skyward.output_routing import (
+from skyward.task.instance import InstanceInfo
+from skyward.task.output_routing import (
     DISCARD,
     KEEP,
     CallbackWriter,
@@ -38,7 +38,7 @@ from skyward.output_routing import (
     route,
     uninstall,
 )
-from skyward.runtime import current_instance_info
+from skyward.task.runtime import current_instance_info
 
 __all__ = [
     "DISCARD",

@@ -2,8 +2,8 @@
 
 A plugin is data, not a class hierarchy: each field is an optional callable, and the `with_*`
 builders return new instances so a plugin factory can chain them. The pool turns each plugin in
-`plugins=[...]` into hook implementations of the hook catalogue (`skyward.hookspecs`), registered
-on its own plugin manager (`skyward.hooks`), and each worker does the same with the plugins it is
+`plugins=[...]` into hook implementations of the hook catalogue (`skyward.extension.hookspecs`), registered
+on its own plugin manager (`skyward.client.hooks`), and each worker does the same with the plugins it is
 shipped (`skyward.worker.lifecycle`): the ordering rules live there.
 """
 
@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # the hooks' argument types; this module is imported by every
     from skyward.bootstrap.ops import Op
     from skyward.client.pool import Pool
     from skyward.image import Image
-    from skyward.instance import InstanceInfo
     from skyward.providers.base import Cluster
     from skyward.spec import Spec
+    from skyward.task.instance import InstanceInfo
 
 #: `transform`: the image so far and the pool's cluster -> the next image (None keeps it).
 ImageTransform = Callable[["Image", "Cluster"], "Image | None"]

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from skyward import hookspecs
 from skyward.errors import MissingPackageError
+from skyward.extension import hookspecs
 
 if TYPE_CHECKING:
-    from skyward.plugin import Plugin
+    from skyward.extension.plugin import Plugin
     from skyward.providers.base import ProviderConfig
 
 ENTRY_POINT_GROUP = "skyward"

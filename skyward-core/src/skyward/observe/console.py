@@ -18,7 +18,7 @@ from typing import Literal, TextIO
 
 import attrs
 
-from skyward import events as ev
+from skyward.observe import events as ev
 from skyward.secrets import mask
 
 ConsoleMode = Literal["rich", "minimal", "log", "silent"]

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator, Mapping, Set
 from typing import Any
 
-from skyward.runtime import instance_info
+from skyward.task.runtime import instance_info
 
 __all__ = ["DistributedSampler", "shard"]
 

@@ -1,9 +1,9 @@
 """The pool's own plugin manager, and the adapters that make `Plugin` values hook implementations.
 
 `PoolHooks` builds one manager per pool: the installed distributions' hook modules (core's
-`skyward.builtins` among them) and then the pool's `plugins=[...]`. Each of its methods is one
+`skyward.client.builtins` among them) and then the pool's `plugins=[...]`. Each of its methods is one
 `self.pm.hook.<name>(...)` call and the checks of what came back; the order is pluggy's, set up so
-that it is the order the user wrote (see `skyward.hookspecs`):
+that it is the order the user wrote (see `skyward.extension.hookspecs`):
 
 - a plugin's collecting hooks (`PluginAdapter`) are plain implementations, registered in reverse
   list order because pluggy calls the last registered first: they answer in plugin order;
@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pluggy
 import structlog
 
-from skyward import builtins, hookspecs, registry
 from skyward.bootstrap.ops import Op, as_ops
+from skyward.client import builtins
 from skyward.errors import PluginError
-from skyward.hookspecs import hookimpl
+from skyward.extension import hookspecs, registry
+from skyward.extension.hookspecs import hookimpl
+from skyward.extension.plugin import LaunchCommand, LaunchContext, Plugin
 from skyward.image import Image
-from skyward.plugin import LaunchCommand, LaunchContext, Plugin
 from skyward.worker.lifecycle import PluginContext
 
 if TYPE_CHECKING:

@@ -3,9 +3,9 @@
 image, the plain worker command, the task's own function). The plugins' transforms are hook
 wrappers around them.
 
-Both ends register these: the client through `skyward.builtins` (core's entry point, which
+Both ends register these: the client through `skyward.client.builtins` (core's entry point, which
 imports them from here), the worker through `skyward.worker.lifecycle`. They live apart from
-`skyward.builtins` because that module also names core's providers and plugin factories, and
+`skyward.client.builtins` because that module also names core's providers and plugin factories, and
 so stands above the worker (see "Layers" in docs/architecture.md); these need only the hook
 catalogue.
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from skyward.hookspecs import TaskFunction, hookimpl
+from skyward.extension.hookspecs import TaskFunction, hookimpl
 
 if TYPE_CHECKING:
+    from skyward.extension.plugin import LaunchCommand
     from skyward.image import Image
-    from skyward.plugin import LaunchCommand
 
 
 @hookimpl(trylast=True)

@@ -26,9 +26,11 @@ from typing import Literal, TypeVar
 import attrs
 import structlog
 
-from skyward.instance import InstanceInfo  # at runtime, so typing.get_type_hints and cattrs resolve events
 from skyward.secrets import MASK as MASK
 from skyward.secrets import mask_secrets, registered_secrets
+from skyward.task.instance import (
+    InstanceInfo,  # at runtime, so typing.get_type_hints and cattrs resolve events
+)
 
 __all__ = [
     "BootstrapCommand",

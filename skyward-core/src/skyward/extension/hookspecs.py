@@ -6,15 +6,15 @@ Three families, each called through `pm.hook.<name>(...)` on its own plugin mana
 
 - **discovery** (`skyward_providers`, `skyward_plugins`, `skyward_cli_commands`): implemented by
   the module an installed distribution names in the `skyward` entry-point group; core's own
-  built-ins (`skyward.builtins`) come through the same entry point, so there is one path for
-  everyone (`skyward.registry`);
+  built-ins (`skyward.client.builtins`) come through the same entry point, so there is one path for
+  everyone (`skyward.extension.registry`);
 - **pool** (`skyward_workers_per_node` ... `skyward_worker_plugins`): called on the client by the
-  pool's own manager (`skyward.hooks.PoolHooks`), which holds the installed distributions' modules
+  pool's own manager (`skyward.client.hooks.PoolHooks`), which holds the installed distributions' modules
   and then each `Plugin` of `plugins=[...]`;
 - **worker** (`skyward_decorate`, `skyward_around_app`, `skyward_around_process`): called on each
   worker by a manager holding the `Plugin` values the pool shipped (`skyward.worker.lifecycle`).
 
-A `Plugin` value implements these hooks through its fields (`skyward.hooks.PluginAdapter` and
+A `Plugin` value implements these hooks through its fields (`skyward.client.hooks.PluginAdapter` and
 `PluginFolds` on the client, `skyward.worker.lifecycle.WorkerAdapter` on the worker), so most
 authors never write a hook function; a distribution may implement any pool hook in its
 entry-point module, with pluggy's `tryfirst`, `trylast` and `wrapper` to place it among the
@@ -49,11 +49,11 @@ if TYPE_CHECKING:
 
     from skyward.bootstrap.ops import Op
     from skyward.client.pool import Pool
+    from skyward.extension.plugin import LaunchCommand, LaunchContext, Plugin
     from skyward.image import Image
-    from skyward.instance import InstanceInfo
-    from skyward.plugin import LaunchCommand, LaunchContext, Plugin
     from skyward.providers.base import Cluster, ProviderConfig
     from skyward.spec import Spec
+    from skyward.task.instance import InstanceInfo
 
 hookspec = pluggy.HookspecMarker("skyward")
 hookimpl = pluggy.HookimplMarker("skyward")

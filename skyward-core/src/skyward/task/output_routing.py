@@ -1,10 +1,10 @@
-"""The machinery behind `skyward.output`: per-context routing of `sys.stdout` and `sys.stderr`.
+"""The machinery behind `skyward.task.output`: per-context routing of `sys.stdout` and `sys.stderr`.
 
 `install()` puts a `RoutingStream` in place of each stream once; each write then goes wherever a
 `ContextVar` says for the context doing it: the original stream (the default), a sink (such as a
 `CallbackWriter`), or `DISCARD`. `route(stdout=..., stderr=...)` sets that for one context and
 restores only its own tokens on exit. The public API (`redirect_output`, the decorators) is in
-`skyward.output`, which re-exports the names here.
+`skyward.task.output`, which re-exports the names here.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 `configure_logging(Options.logging)` is called by the pool when it starts. It configures structlog
 once per process to hand records to the stdlib logger named after the calling module
-(`skyward.pool`, `skyward.events`, ...), and attaches a rotating file handler to the `skyward`
-logger, so Skyward's logs go to `~/.skyward/logs/skyward.log` (under `$SKYWARD_HOME` when set)
+(`skyward.client.pool`, `skyward.observe.events`, ...), and attaches a rotating file handler to
+the `skyward` logger, so Skyward's logs go to `~/.skyward/logs/skyward.log` (under `$SKYWARD_HOME` when set)
 and not to the application's root logger. If the application configured structlog itself, that
 configuration is left alone and only the file handler is attached.
 

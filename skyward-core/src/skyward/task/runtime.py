@@ -16,7 +16,7 @@ from contextvars import ContextVar
 import attrs
 
 from skyward.errors import NoActivePoolError
-from skyward.instance import InstanceInfo
+from skyward.task.instance import InstanceInfo
 
 __all__ = [
     "current_instance_info",
