@@ -41,6 +41,10 @@ def serve(sock: socket.socket) -> None:
     the client closes the socket."""
     from skyward.worker import main as worker_main  # noqa: F401 - imported once, for every fork
 
+    # What every worker imports at its handshake or first task, also once here, so no fork pays
+    # for it (7 ms each for these, four workers at once on two cores: a pool's start shows it).
+    from skyward.task import instance, output, runtime  # noqa: F401
+
     signal.signal(signal.SIGCHLD, _reap)
     while True:
         try:
