@@ -1,0 +1,411 @@
+"""The pieces of the bootstrap script: one function per phase, each returning its bash text.
+
+`skyward.bootstrap.render` puts them together in order (its docstring describes the script as a
+whole: markers, phases, scoped indexes, `env.sh`, resuming); this module holds how each phase is
+written, so the order and the contract read in one short module and the shell in another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+import sys
+from typing import Any
+
+from skyward.bootstrap.ops import Op
+
+#: Where the "github" source installs from.
+GITHUB_URL = "https://github.com/gabfssilva/skyward"
+
+#: Set to 1 by the runner (`run_bootstrap(resume=True)`) when this run resumes one a lost connection cut off.
+RESUME = "SKYWARD_BOOTSTRAP_RESUME"
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+#: What may not stand in a phase name or a file named after one.
+UNSAFE_PHASE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+PRELUDE = r"""#!/usr/bin/env bash
+# Skyward node bootstrap, rendered by skyward.bootstrap.render. Markers on stdout:
+#   ::skyward-phase:<name>:start|done|fail:<rc>   ::skyward-command:<cmd>   ::skyward-failed-command:<cmd>
+set -euo pipefail
+__sky_phase=""
+__sky_on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "$__sky_phase" ]; then
+    printf '::skyward-phase:%s:fail:%s\n' "$__sky_phase" "$rc"
+  fi
+}
+trap __sky_on_exit EXIT
+__sky_begin() { __sky_phase=$1; printf '::skyward-phase:%s:start\n' "$1"; }
+__sky_done() { printf '::skyward-phase:%s:done\n' "$__sky_phase"; __sky_phase=""; }
+__sky_cmd() { local c=${1//'$W'/$W}; printf '::skyward-command:%s\n' "${c//$'\n'/ }"; }
+__sky_squote() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
+
+"""
+
+
+def setup(workdir: str) -> str:
+    w = shlex.quote(workdir)
+    return (
+        f"W={w}\n"
+        'mkdir -p "$W" "$W/bin"\n'
+        'chmod 700 "$W"\n'
+        'cd "$W"\n'
+        # Which ops completed counts only for the run that resumes this one (see op_phase).
+        f'if [ "${{{RESUME}:-}}" != 1 ]; then rm -f "$W"/bootstrap/*.done; fi\n'
+    )
+
+
+def _run(command: str, shown: str | None = None) -> str:
+    """A command line preceded by its `::skyward-command:` marker (`shown` when the text differs)."""
+    return f"__sky_cmd {shlex.quote(shown if shown is not None else command)}\n{command}\n"
+
+
+def _phase(name: str, lines: str) -> str:
+    return f"__sky_begin {shlex.quote(name)}\n{lines}__sky_done\n"
+
+
+def interpreter_spec(image: Any, python: str | None) -> str:
+    if python is None:
+        return str(image.python_version())
+    if python == "auto":
+        return f"{sys.version_info.major}.{sys.version_info.minor}"
+    return python
+
+
+def _bootstrap_python(python_spec: str) -> str:
+    """The interpreter that installs uv when the node has none: the given one, else python3."""
+    return python_spec if "/" in python_spec else "python3"
+
+
+def uv_phase(python_spec: str) -> str:
+    bootstrap_python = _bootstrap_python(python_spec)
+    py = shlex.quote(bootstrap_python)
+    install = (
+        f'PIP_BREAK_SYSTEM_PACKAGES=1 {py} -m pip install --disable-pip-version-check --target "$W/.uv" uv'
+    )
+    no_pip = (
+        f"skyward bootstrap: uv is not on PATH and {bootstrap_python} has no pip to install it with; "
+        "install uv (https://docs.astral.sh/uv/) or python3-pip on this host"
+    )
+    lines = (
+        "if command -v uv >/dev/null 2>&1; then\n"
+        '  __sky_uv=$(command -v uv)\n'
+        'elif [ -x "${HOME:-/nonexistent}/.local/bin/uv" ]; then\n'
+        '  __sky_uv="$HOME/.local/bin/uv"\n'
+        'elif [ -x "$W/.uv/bin/uv" ]; then\n'
+        '  __sky_uv="$W/.uv/bin/uv"\n'
+        "else\n"
+        f"  if ! {py} -m pip --version >/dev/null 2>&1; then\n"
+        f"    echo {shlex.quote(no_pip)} >&2\n"
+        "    exit 1\n"
+        "  fi\n"
+        + _indent(_run(install, f"{bootstrap_python} -m pip install --target $W/.uv uv"))
+        + '  __sky_uv="$W/.uv/bin/uv"\n'
+        "fi\n"
+        'ln -sf "$__sky_uv" "$W/bin/uv"\n'
+        + _run('"$W/bin/uv" --version', "uv --version")
+    )
+    return _phase("uv", lines)
+
+
+def venv_phase(python_spec: str, system_site_packages: bool = False) -> str:
+    # `system_site_packages` (SSH(python=...)): the venv also sees the host interpreter's packages.
+    flag = " --system-site-packages" if system_site_packages else ""
+    spec = shlex.quote(python_spec + (" +system-site-packages" if system_site_packages else ""))
+    lines = (
+        'V="$W/venv"\n'
+        f'if [ -x "$V/bin/python" ] && [ "$(cat "$V/.skyward-python" 2>/dev/null || true)" = {spec} ]; then\n'
+        '  echo "skyward bootstrap: reusing the virtual environment at $V"\n'
+        "else\n"
+        '  rm -rf "$V"\n'
+        + _indent(_run(f'"$W/bin/uv" venv{flag} --python {shlex.quote(python_spec)} "$V"',
+                       f"uv venv{flag} --python {python_spec} $W/venv"))
+        + (_indent(_host_venv_site(python_spec)) if system_site_packages else "")
+        + f'  printf "%s\\n" {spec} > "$V/.skyward-python"\n'
+        "fi\n"
+    )
+    return _phase("venv", lines)
+
+
+#: Run by the named interpreter with the path of a .pth file in the node venv (one line: the script
+#: indents it): when that interpreter is a virtual environment's, the file makes the node venv load
+#: its site-packages as site dirs, so their own .pth files (editable installs...) apply too.
+_HOST_SITE_PTH = (
+    "import os, pathlib, site, sys; "
+    "dirs = [d for d in site.getsitepackages([sys.prefix]) if os.path.isdir(d)] "
+    "if sys.prefix != sys.base_prefix else []; "
+    'dirs and pathlib.Path(sys.argv[1]).write_text("".join('
+    'f"import site; site.addsitedir({d!r})\\n" for d in dirs))'
+)
+
+
+def _host_venv_site(python_spec: str) -> str:
+    """Lines that let the node venv see the packages of a named interpreter that is itself a venv's.
+
+    uv builds the node venv on the base interpreter of `/opt/venv/bin/python`, so
+    `--system-site-packages` shows the base's packages, not the ones installed in /opt/venv (an
+    AMI's or image's venv with its CUDA torch). A .pth file in the node venv adds them, after the
+    node venv's own site-packages: `Image.pip` still installs on top. Nothing is written for a
+    system interpreter, or a version uv finds (`"3.12"`): `--system-site-packages` covers those.
+    """
+    py = shlex.quote(python_spec)
+    purelib = '"$V/bin/python" -c \'import sysconfig; print(sysconfig.get_path("purelib"))\''
+    return (
+        f"if command -v {py} >/dev/null 2>&1; then\n"
+        f'  __sky_cmd {shlex.quote(f"add the site-packages of {python_spec} to $W/venv if it is a venv")}\n'
+        f'  {py} -c {shlex.quote(_HOST_SITE_PTH)} "$({purelib})/_skyward_host_venv.pth"\n'
+        "fi\n"
+    )
+
+
+def apt_phase(packages: tuple[str, ...]) -> str:
+    quoted = " ".join(shlex.quote(p) for p in packages)
+    install = (
+        f"$__sky_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {quoted}"
+    )
+    lines = (
+        'if [ "$(id -u)" -eq 0 ]; then\n'
+        '  __sky_sudo=""\n'
+        "elif command -v sudo >/dev/null 2>&1; then\n"
+        '  __sky_sudo="sudo -n"\n'
+        "else\n"
+        '  echo "skyward bootstrap: Image.apt needs root, and this user is not root and has no sudo" >&2\n'
+        "  exit 1\n"
+        "fi\n"
+        + _run("$__sky_sudo apt-get update", "apt-get update")
+        + _run(install, f"apt-get install -y --no-install-recommends {quoted}")
+    )
+    return _phase("apt", lines)
+
+
+def requirement_name(requirement: str) -> str | None:
+    """The normalized distribution name of a PEP 508 requirement; None for a URL or a path."""
+    text = requirement.strip()
+    if "://" in text.split("@", 1)[0] or text.startswith((".", "/", "~")):
+        return None
+    match = _NAME.match(text)
+    return normalize(match.group(1)) if match else None
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pip_phase(packages: tuple[str, ...], indexes: tuple[Any, ...]) -> str:
+    install = '"$W/bin/uv" pip install --python "$V/bin/python"'
+    shown = "uv pip install --python $W/venv/bin/python"
+    if not indexes:
+        quoted = " ".join(shlex.quote(p) for p in packages)
+        return _phase("pip", _run(f"{install} {quoted}", f"{shown} {quoted}"))
+    named = [p for p in packages if requirement_name(p) is not None]
+    other = [p for p in packages if requirement_name(p) is None]
+    toml = _requirements_toml(named, indexes)
+    delimiter = _delimiter("SKYWARD_REQUIREMENTS", toml)
+    extra = "".join(f" {shlex.quote(p)}" for p in other)
+    # The index URLs may carry credentials (`https://user:password@host`), which uv reads from
+    # here: the file is private to the node's user, like env.sh (`rm` first: an older one keeps its mode).
+    lines = (
+        'mkdir -p "$W/requirements"\n'
+        'rm -f "$W/requirements/pyproject.toml"\n'
+        f"(umask 077 && cat > \"$W/requirements/pyproject.toml\" <<'{delimiter}'\n{toml}{delimiter}\n)\n"
+        + _run(
+            f'{install} -r "$W/requirements/pyproject.toml"{extra}',
+            f"{shown} -r $W/requirements/pyproject.toml{extra}",
+        )
+    )
+    return _phase("pip", lines)
+
+
+def _requirements_toml(packages: list[str], indexes: tuple[Any, ...]) -> str:
+    wanted = {requirement_name(p) for p in packages}
+    lines = [
+        "# Image.pip for this node, with each PipIndex scoped to its packages (rendered by skyward).",
+        "[project]",
+        'name = "skyward-node-requirements"',
+        'version = "0"',
+        "dependencies = [" + ", ".join(json.dumps(p) for p in packages) + "]",
+        "",
+        "[tool.uv.sources]",
+    ]
+    pinned: set[str] = set()
+    for i, index in enumerate(indexes):
+        for package in index.packages:
+            name = requirement_name(package)
+            if name is not None and name in wanted and name not in pinned:
+                pinned.add(name)
+                lines.append(f'{json.dumps(name)} = {{ index = "skyward-{i}" }}')
+    for i, index in enumerate(indexes):
+        lines += ["", "[[tool.uv.index]]", f'name = "skyward-{i}"', f"url = {json.dumps(index.url)}"]
+        lines.append("explicit = true")
+    return "\n".join(lines) + "\n"
+
+
+def env_phase(image: Any, workdir: str, venv: str) -> str:
+    static = [
+        "# Skyward node environment (POSIX sh): sourced by later bootstrap phases and by the worker launch.",
+        "export PYTHONUNBUFFERED=1",
+    ]
+    static += [f"export {name}={shlex.quote(value)}" for name, value in image.env.items()]
+    static += [
+        f"export SKYWARD_WORKDIR={shlex.quote(workdir)}",
+        f"export SKYWARD_VENV={shlex.quote(venv)}",
+        f"export VIRTUAL_ENV={shlex.quote(venv)}",
+        f'export PATH={shlex.quote(f"{venv}/bin:{workdir}/bin")}:"$PATH"',
+    ]
+    content = "\n".join(static) + "\n"
+    delimiter = _delimiter("SKYWARD_ENV", content)
+    lines = (
+        '__sky_cmd "write $W/env.sh"\n'
+        'rm -f "$W/env.sh"\n'  # an env.sh left by an older run keeps its mode when overwritten
+        f"(umask 077 && cat > \"$W/env.sh\" <<'{delimiter}'\n{content}{delimiter}\n)\n"
+        '. "$W/env.sh"\n'
+    )
+    for name, snippet in image.shell_vars.items():
+        lines += (
+            _run(f"__sky_value=$(bash -c {shlex.quote(snippet)})", f"{name}=$({snippet})")
+            + f'export {name}="$__sky_value"\n'
+            + f"printf 'export {name}=%s\\n' \"$(__sky_squote \"$__sky_value\")\" >> \"$W/env.sh\"\n"
+        )
+    return _phase("env", lines)
+
+
+def includes_phase(includes_dir: str) -> str:
+    d = shlex.quote(includes_dir)
+    export = f"export PYTHONPATH={d}" + '${PYTHONPATH:+":$PYTHONPATH"}'
+    missing = (
+        f"skyward bootstrap: the includes directory {includes_dir} is missing; the provider uploads "
+        "Image.includes there before the bootstrap"
+    )
+    lines = (
+        f"__sky_cmd {shlex.quote(f'test -d {d}')}\n"
+        f"if [ ! -d {d} ]; then\n"
+        f"  echo {shlex.quote(missing)} >&2\n"
+        "  exit 1\n"
+        "fi\n"
+        f'echo "skyward bootstrap: $(find {d} -type f | wc -l) include files in "{d}\n'
+        f"printf '%s\\n' {shlex.quote(export)} >> \"$W/env.sh\"\n"
+        '. "$W/env.sh"\n'
+    )
+    return _phase("includes", lines)
+
+
+def skyward_phase(image: Any, wheels: tuple[str, ...]) -> str:
+    from skyward.bootstrap.wheels import installed_skyward, resolve_source
+
+    source = resolve_source(image)
+    dists = installed_skyward()  # {normalized name: version}, skyward-core first
+    core_version = dists.get("skyward-core", _core_version())
+    siblings = {name: version for name, version in dists.items() if name != "skyward-core"}
+    install = '"$W/bin/uv" pip install --python "$V/bin/python"'
+    shown = "uv pip install --python $W/venv/bin/python"
+    with_deps: list[str] = []  # skyward-core, with its dependencies
+    no_deps: list[str] = []  # the siblings: plugin code the worker unpickles; their own dependencies
+    # (boto3, vastai-sdk) are client-side SDKs, so they are installed without dependencies
+    reinstall: set[str] = set()  # local wheels keep their version across edits: always reinstall them
+    if source == "local":
+        by_name = {_wheel_name(w): w for w in wheels}
+        with_deps.append(by_name.get("skyward-core", f"skyward-core=={core_version}"))
+        no_deps += [by_name.get(name, f"{name}=={version}") for name, version in siblings.items()]
+        reinstall = set(by_name)
+    elif source == "github":
+        ref = "main" if not _released(core_version) else f"v{core_version}"
+        with_deps.append(f"skyward-core @ git+{GITHUB_URL}@{ref}#subdirectory=skyward-core")
+        no_deps += [f"{name} @ git+{GITHUB_URL}@{ref}#subdirectory={name}" for name in siblings]
+    else:  # pypi
+        with_deps.append(f"skyward-core=={core_version}")
+        no_deps += [f"{name}=={version}" for name, version in siblings.items()]
+    lines = ""
+    if source == "github":
+        no_git = (
+            'skyward bootstrap: Image(skyward_source="github") needs git on the node; '
+            'add it with Image(apt=["git"])'
+        )
+        lines += (
+            "if ! command -v git >/dev/null 2>&1; then\n"
+            f"  echo {shlex.quote(no_git)} >&2\n  exit 1\nfi\n"
+        )
+    for group, extra in ((with_deps, ""), (no_deps, " --no-deps")):
+        if not group:
+            continue
+        names = [n for n in ("skyward-core", *siblings) if n in reinstall and _has_wheel(group, n)]
+        flags = "".join(f" --reinstall-package {n}" for n in names) + extra
+        quoted = " ".join(shlex.quote(r) for r in group)
+        lines += _run(f"{install}{flags} {quoted}", f"{shown}{flags} {quoted}")
+    lines += _run('"$V/bin/python" -c "import skyward.worker"', "python -c 'import skyward.worker'")
+    return _phase("skyward", lines)
+
+
+def op_phase(op: Op, name: str, index: int) -> str:
+    file_name = f"{index:02d}-{UNSAFE_PHASE.sub('_', name)}.sh"
+    preamble = (
+        "# skyward bootstrap op " + name + "\n"
+        "set -Eeuo pipefail\n"
+        "__sky_failed=''\n"
+        "__sky_on_err() {\n"
+        '  if [ -z "$__sky_failed" ]; then\n'
+        "    __sky_failed=1\n"
+        "    local c=${1//$'\\n'/ }\n"
+        "    printf '::skyward-failed-command:%s\\n' \"$c\"\n"
+        "  fi\n"
+        "}\n"
+        "trap '__sky_on_err \"$BASH_COMMAND\"' ERR\n"
+    )
+    content = preamble + op.script.rstrip("\n") + "\n"
+    delimiter = _delimiter("SKYWARD_OP", content)
+    # A run resumed after a lost connection skips the ops that completed before it: an op need not
+    # be safe to run twice, except the one that was cut off, which runs again from its start.
+    skipped = f"skyward bootstrap: {name} completed before the connection was lost; not running it again"
+    lines = (
+        'mkdir -p "$W/bootstrap"\n'
+        f"cat > \"$W/bootstrap/{file_name}\" <<'{delimiter}'\n{content}{delimiter}\n"
+        f'if [ "${{{RESUME}:-}}" = 1 ] && [ -e "$W/bootstrap/{file_name}.done" ]; then\n'
+        f"  echo {shlex.quote(skipped)}\n"
+        "else\n"
+        + _indent(_run(f'bash "$W/bootstrap/{file_name}"', f"bash $W/bootstrap/{file_name}"))
+        + f'  : > "$W/bootstrap/{file_name}.done"\n'
+        "fi\n"
+    )
+    return _phase(name, lines)
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def _indent(text: str) -> str:
+    return "".join(f"  {line}\n" for line in text.splitlines())
+
+
+def _delimiter(prefix: str, content: str) -> str:
+    """A heredoc terminator that cannot occur in `content` as a line of its own."""
+    digest = hashlib.sha256(content.encode()).hexdigest()[:12].upper()
+    delimiter = f"{prefix}_{digest}"
+    lines = set(content.splitlines())
+    while delimiter in lines:
+        delimiter += "_"
+    return delimiter
+
+
+def _wheel_name(path: str) -> str:
+    """The normalized distribution name of a wheel file path (`.../skyward_core-0.1.0-py3-none-any.whl`)."""
+    return normalize(path.rsplit("/", 1)[-1].split("-", 1)[0])
+
+
+def _has_wheel(group: list[str], name: str) -> bool:
+    """Whether `group` holds a wheel file of distribution `name`."""
+    return any(r.endswith(".whl") and _wheel_name(r) == name for r in group)
+
+
+def _core_version() -> str:
+    from skyward._version import __version__
+
+    return __version__
+
+
+def _released(version: str) -> bool:
+    from skyward.bootstrap.wheels import is_release
+
+    return is_release(version)
