@@ -19,3 +19,10 @@ def skyward_providers() -> dict[str, object]:
 @hookimpl
 def skyward_plugins() -> dict[str, object]:
     return {}
+
+
+@hookimpl
+def skyward_sweepers() -> list[object]:
+    from skyward_aws.sweep import AWSSweeper
+
+    return [AWSSweeper()]

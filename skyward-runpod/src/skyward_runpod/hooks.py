@@ -20,3 +20,10 @@ def skyward_providers() -> dict[str, object]:
 @hookimpl
 def skyward_plugins() -> dict[str, object]:
     return {}
+
+
+@hookimpl
+def skyward_sweepers() -> list[object]:
+    from skyward_runpod.sweep import RunPodSweeper
+
+    return [RunPodSweeper()]

@@ -29,6 +29,8 @@ BUILTIN = {
     "providers": "skyward.cli.providers:providers",
     "config": "skyward.cli.config:config",
     "logs": "skyward.cli.logs:logs",
+    "ls": "skyward.cli.sweep:ls",
+    "down": "skyward.cli.sweep:down",
 }
 
 

@@ -4,7 +4,8 @@
 
 Three families, each called through `pm.hook.<name>(...)` on its own plugin manager:
 
-- **discovery** (`skyward_providers`, `skyward_plugins`, `skyward_cli_commands`): implemented by
+- **discovery** (`skyward_providers`, `skyward_plugins`, `skyward_cli_commands`,
+  `skyward_sweepers`): implemented by
   the module an installed distribution names in the `skyward` entry-point group; core's own
   built-ins (`skyward.client.builtins`) come through the same entry point, so there is one path for
   everyone (`skyward.extension.registry`);
@@ -51,7 +52,8 @@ if TYPE_CHECKING:
     from skyward.client.pool import Pool
     from skyward.extension.plugin import LaunchCommand, LaunchContext, Plugin
     from skyward.image import Image
-    from skyward.providers.base import Cluster, ProviderConfig
+    from skyward.providers.base import Cluster, Instance, Provider, ProviderConfig
+    from skyward.providers.sweep import Sweeper
     from skyward.spec import Spec
     from skyward.task.instance import InstanceInfo
 
@@ -95,6 +97,17 @@ def skyward_cli_commands() -> Sequence[click.Command] | click.Command | None:
     raises or answers something other than click commands is reported and skipped. A command is
     reached by its own name (`sky <name> ...`); a built-in command of the same name wins. Import
     `click` and build the commands inside this function, so other entry points stay cheap.
+    """
+
+
+@hookspec
+def skyward_sweepers() -> Sequence[Sweeper] | None:
+    """Return the `Sweeper`s (`skyward.providers.sweep`) that find and end this distribution's
+    machines without a pool, for `sky ls` and `sky down`.
+
+    Collecting; runs once per `sky ls` / `sky down`. Each sweeper lists only machines carrying
+    Skyward's mark (a tag, a name) and never ends anything else; one whose `credentials()` are not
+    found is skipped and reported. Build the sweepers inside this function: it loads nothing else.
     """
 
 
@@ -162,6 +175,20 @@ def skyward_worker_plugins() -> Sequence[Plugin] | None:
     Collecting; runs once at pool start. Each `Plugin` of the pool answers itself when it has a
     worker hook; a distribution may answer plugins of its own to run them on every pool's workers.
     The workers register them in the order collected, which is the order their hooks follow.
+    """
+
+
+@hookspec(firstresult=True)
+def skyward_end_machine_command(provider: Provider, cluster: Cluster, instance: Instance) -> str | None:
+    """Return the shell command that ends `instance`'s machine from inside it, "" for none, or
+    None to leave the answer to others.
+
+    The node's guardian (`skyward.guardian`) runs it as the machine's login user when the pool's
+    lease lapses (its client gone for `Spec.ttl` seconds), after stopping the pool's processes and
+    deleting its secrets. First answer wins; with none, the provider's own
+    (`Provider.end_machine_command`, by default its `shutdown_command`) is used. A third-party
+    cloud answers the command that powers off or deletes its machine (the instance's id is in
+    `instance.id`); "" keeps the machine up.
     """
 
 
