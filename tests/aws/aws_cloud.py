@@ -9,6 +9,7 @@ import http.client
 import http.server
 import sys
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,29 @@ _CAPACITY_ERROR = (
 )
 
 
+#: The address the proxy's echo service (`/checkip`, AWS's checkip.amazonaws.com for the tests)
+#: says the client has (TEST-NET-3: documentation, never routed).
+CLIENT_IP = "203.0.113.7"
+
+
 @attrs.define
 class FaultProxy:
-    """What the proxy refuses: spot launches while `refuse_spot` is set; `spot_refusals` counts."""
+    """What the proxy refuses: spot launches while `refuse_spot` is set; `spot_refusals` counts.
+    It also answers `GET /checkip` with `client_ip` as AWS's echo service would (an error while
+    `refuse_ip_lookup`), and holds `TerminateInstances` back for `stall_terminate` seconds."""
 
     url: str = ""
     refuse_spot: bool = False
     spot_refusals: int = 0
     launches: list[dict[str, str]] = attrs.field(factory=list)
+    client_ip: str = CLIENT_IP
+    refuse_ip_lookup: bool = False
+    ip_lookups: int = 0
+    stall_terminate: float = 0.0
+
+    @property
+    def ip_lookup_url(self) -> str:
+        return f"{self.url}/checkip"
 
 
 def proxy_handler(upstream: str, state: FaultProxy) -> type[http.server.BaseHTTPRequestHandler]:
@@ -44,9 +60,21 @@ def proxy_handler(upstream: str, state: FaultProxy) -> type[http.server.BaseHTTP
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
             pass
 
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path != "/checkip":
+                self._answer(404, b"not found", {"Content-Type": "text/plain"})
+                return
+            state.ip_lookups += 1
+            if state.refuse_ip_lookup:
+                self._answer(503, b"unavailable", {"Content-Type": "text/plain"})
+                return
+            self._answer(200, f"{state.client_ip}\n".encode(), {"Content-Type": "text/plain"})
+
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             form = {k: v[0] for k, v in urllib.parse.parse_qs(body.decode(errors="replace")).items()}
+            if form.get("Action") == "TerminateInstances" and state.stall_terminate:
+                time.sleep(state.stall_terminate)
             if form.get("Action") == "RunInstances":
                 state.launches.append(form)
                 if state.refuse_spot and form.get("InstanceMarketOptions.MarketType") == "spot":
@@ -147,6 +175,7 @@ def aws_provider(
     import skyward as sky
 
     kwargs.setdefault("endpoint_url", proxy.url)
+    kwargs.setdefault("ip_lookup_url", proxy.ip_lookup_url)
     kwargs.setdefault("region", "us-east-1")
     kwargs.setdefault("subnet_id", network.subnet_id)
     kwargs.setdefault("ami", network.ami)
@@ -172,14 +201,24 @@ def offered_gpu(ec2: Any) -> tuple[str, set[str]]:
 
 
 def tagged(ec2: Any, pool: str) -> dict[str, list[str]]:
-    """What moto still holds of a pool: live instances, key pairs, security groups (by tag)."""
+    """What moto still holds of a pool: live instances, key pairs, security groups (by name or
+    tag) and volumes (by tag)."""
     tag = [{"Name": "tag:skyward:pool", "Values": [pool]}]
     live = [
         i["InstanceId"] for r in ec2.describe_instances(Filters=tag)["Reservations"] for i in r["Instances"]
         if i["State"]["Name"] != "terminated"
     ]
-    keys = [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"] if k["KeyName"] == f"skyward-{pool}"]
+    keys = [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]
+            if k["KeyName"] == f"skyward-{pool}" or pool in tags_of(k).values()]
     groups = [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]
-              if g["GroupName"] == f"skyward-{pool}"]
-    return {"instances": live, "key_pairs": keys, "security_groups": groups}
+              if g["GroupName"] == f"skyward-{pool}" or pool in tags_of(g).values()]
+    volumes = [v["VolumeId"] for v in ec2.describe_volumes(Filters=tag)["Volumes"]]
+    return {"instances": live, "key_pairs": keys, "security_groups": groups, "volumes": volumes}
+
+
+def tags_of(row: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in row.get("Tags") or []}
+
+
+NOTHING_LEFT = {"instances": [], "key_pairs": [], "security_groups": [], "volumes": []}
 

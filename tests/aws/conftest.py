@@ -97,6 +97,9 @@ def faults(proxy: FaultProxy) -> Iterator[FaultProxy]:
     proxy.refuse_spot = False
     proxy.spot_refusals = 0
     proxy.launches.clear()
+    proxy.refuse_ip_lookup = False
+    proxy.ip_lookups = 0
+    proxy.stall_terminate = 0.0
 
 
 # -- EC2 as the tests see it -----------------------------------------------------------------------

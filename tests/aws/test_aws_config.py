@@ -23,6 +23,7 @@ def test_sky_aws_and_the_provider_name_resolve_to_the_aws_config() -> None:
     ("ssh_cidr", "everywhere", "0.0.0.0/0"),
     ("endpoint_url", "localhost:4566", "http://"),
     ("instance_type", "large", "g5.xlarge"),
+    ("ip_lookup_url", "checkip.amazonaws.com", "https://checkip.amazonaws.com"),
 ])
 def test_a_malformed_setting_is_refused_naming_the_fix(field: str, value: object, hint: str) -> None:
     with pytest.raises(ConfigurationError, match=rf"AWS\({field}=.*{hint}"):
@@ -33,3 +34,10 @@ def test_the_defaults_need_nothing_but_credentials() -> None:
     config = AWS()
     assert (config.username, config.ssh_port, config.name) == ("ubuntu", 22, "aws")
     assert config.region is None and config.ami is None and not config.use_private_ip
+
+
+def test_by_default_ssh_is_opened_to_the_clients_own_address_found_by_aws_echo_service() -> None:
+    config = AWS()
+    assert config.ssh_cidr is None
+    assert config.ip_lookup_url == "https://checkip.amazonaws.com"
+    assert AWS(ssh_cidr="0.0.0.0/0").ssh_cidr == "0.0.0.0/0"

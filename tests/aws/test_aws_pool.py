@@ -13,7 +13,16 @@ from typing import Any
 
 import asyncssh
 import pytest
-from aws_cloud import FaultProxy, Machines, Network, aws_provider, machine_keys, offered_gpu, tagged
+from aws_cloud import (
+    NOTHING_LEFT,
+    FaultProxy,
+    Machines,
+    Network,
+    aws_provider,
+    machine_keys,
+    offered_gpu,
+    tagged,
+)
 
 import skyward as sky
 from skyward.errors import CapacityError, ConfigurationError, HostKeyError, ProvisionError
@@ -65,7 +74,7 @@ def test_a_two_node_pool_runs_on_its_machines_and_deletes_everything_on_exit(
         assert tagged(ec2, pool_id)["key_pairs"] == [f"skyward-{pool_id}"]
         assert len(tagged(ec2, pool_id)["security_groups"]) == 1
     assert states(ec2, ids) == {"terminated"}
-    assert tagged(ec2, pool_id) == {"instances": [], "key_pairs": [], "security_groups": []}
+    assert tagged(ec2, pool_id) == NOTHING_LEFT
     assert not list((skyward_home / "keys").glob("*")), "the pool's login key outlived it"
 
 
@@ -152,7 +161,7 @@ def test_spot_without_fallback_retries_capacity_errors_then_fails(
         pass
     assert faults.spot_refusals >= 2, "capacity errors were not retried"
     assert all(launch.get("InstanceMarketOptions.MarketType") == "spot" for launch in faults.launches)
-    assert tagged(ec2, compute.name) == {"instances": [], "key_pairs": [], "security_groups": []}
+    assert tagged(ec2, compute.name) == NOTHING_LEFT
     assert not list((skyward_home / "keys").glob("*"))
 
 
@@ -165,7 +174,7 @@ def test_a_machine_answering_with_another_host_key_is_refused_and_terminated(
         pass
     pool_id = compute.name
     assert states(ec2, launched_ids(ec2, pool_id)) == {"terminated"}
-    assert tagged(ec2, pool_id) == {"instances": [], "key_pairs": [], "security_groups": []}
+    assert tagged(ec2, pool_id) == NOTHING_LEFT
 
 
 def test_missing_credentials_are_reported_naming_aws_configure(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -141,3 +142,14 @@ def test_a_pool_pings_its_workers_so_an_idle_pool_outlives_its_ttl() -> None:
         before = pid() >> compute
         time.sleep(2.5)
         assert pid() >> compute == before
+
+
+def test_sigterm_makes_the_worker_leave_around_app_then_exit(start_worker: Any, tmp_path: Path) -> None:
+    # What a node's guardian sends when the pool's lease lapses (skyward.guardian).
+    exited = tmp_path / "exited"
+    plugin = sky.Plugin.create("marker").with_around_app(lambda info: _marks_exit(str(exited)))
+    worker = start_worker(ttl=0, plugins=(plugin,))
+    assert worker.run(os.getpid).kind is Kind.RESULT  # enters around_app
+    worker.proc.send_signal(signal.SIGTERM)
+    assert exit_seconds(worker) < 5
+    assert exited.read_text() == "around_app exited"

@@ -71,8 +71,8 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("values", ("image", "options", "spec")),
     # What a pool tells (`observe/`): its events, the console that draws them, the logs.
     ("observability", ("observe",)),
-    # What runs a node: bootstrap, channels, the worker, the providers.
-    ("machinery", ("bootstrap", "providers", "transport", "worker")),
+    # What runs a node: bootstrap, channels, the worker, its guardian, the providers.
+    ("machinery", ("bootstrap", "guardian", "providers", "transport", "worker")),
     # What the user calls: pools (with the hooks that bind plugins to a pool and core's own
     # registrations, which name the providers), functions, configuration, the plugins that ship
     # with core, the CLI.

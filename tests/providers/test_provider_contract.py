@@ -55,4 +55,4 @@ def test_the_example_provider_package_passes_the_contract_once_installed(
         capture_output=True, text=True, timeout=600, cwd=EXAMPLE,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "8 passed" in result.stdout, result.stdout[-2000:]
+    assert "9 passed" in result.stdout, result.stdout[-2000:]

@@ -266,6 +266,11 @@ class FakeRunPod:
         host_key = self.impostor_key or base64.b64decode(host_key_b64).decode()
         address = f"127.0.1.{next(_addresses)}"
         server = start_machine(self.folder / pod_id, address, free_port(address), host_key, login_key)
+        # The start command keeps the pod's own key in the login's home (`pods.IDENTITY_FILE`); the
+        # fake's pods use the account's key, the only one it knows.
+        identity = server.home / ".skyward-runpod.env"
+        identity.write_text(f"RUNPOD_API_KEY={self.api_key}\n")
+        identity.chmod(0o600)
         self.machines[pod_id] = server
         self.booted.append(server)
         if "22/tcp" in pod["ports"]:

@@ -32,7 +32,10 @@ def test_the_start_command_installs_exactly_our_host_key_and_login_key_then_star
     script = start_command(access, ssh_dir=str(ssh_dir), home=str(home))
     subprocess.run(
         ["bash", "-c", script], check=True, timeout=30,
-        env={"SKYWARD_SSH_HOST_KEY": access.host_key_b64, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+        env={
+            "SKYWARD_SSH_HOST_KEY": access.host_key_b64, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "RUNPOD_API_KEY": "rpa_pod_scoped_key",
+        },
     )
     assert sorted(p.name for p in ssh_dir.iterdir()) == ["ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"]
     assert (ssh_dir / "ssh_host_ed25519_key").read_text() == access.host_key
@@ -40,6 +43,9 @@ def test_the_start_command_installs_exactly_our_host_key_and_login_key_then_star
     assert (home / ".ssh" / "authorized_keys").read_text() == access.login_key + "\n"
     assert (tmp_path / "sshd-args").read_text().split() == ["-h", str(ssh_dir / "ssh_host_ed25519_key")]
     assert (tmp_path / "sleep-args").read_text().split() == ["infinity"]
+    identity = home / ".skyward-runpod.env"  # the pod's own key, for the guardian's end command
+    assert identity.read_text() == "RUNPOD_API_KEY=rpa_pod_scoped_key\n"
+    assert stat.S_IMODE(identity.stat().st_mode) == 0o600
 
 
 def test_the_start_command_stops_before_sshd_when_the_host_key_is_missing(tmp_path: Path) -> None:

@@ -52,6 +52,9 @@ class SSHServer:
     folder: Path
     host_key: asyncssh.SSHKey
     process: subprocess.Popen[bytes] | None = None
+    #: A cloud machine (`start_machine`): stopping it ends every process its logins started, as
+    #: deleting the machine does (its node guardian included).
+    machine: bool = False
 
     @property
     def target(self) -> str:
@@ -120,6 +123,10 @@ class SSHServer:
     def stop(self) -> None:
         if self.process is None:
             return
+        if self.machine:
+            for pid in processes_of(self.home):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         sessions = self.session_pids()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
@@ -246,7 +253,7 @@ def start_machine(
     write_key(folder / "host_key", key)
     authorized = folder / "authorized_keys"
     authorized.write_text(login_key.strip() + "\n")
-    server = SSHServer(address, port, getpass.getuser(), home, folder, key)
+    server = SSHServer(address, port, getpass.getuser(), home, folder, key, machine=True)
     if start:
         server.boot()
     return server

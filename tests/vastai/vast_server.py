@@ -238,6 +238,10 @@ class FakeVast:
         server = start_machine(
             self.folder / f"instance-{instance.id}", instance.address, instance.port, host_key, login_key
         )
+        # What the onstart script keeps for the guardian's end command (`machine.IDENTITY_FILE`).
+        identity = server.home / ".skyward-vast.env"
+        identity.write_text(f"CONTAINER_ID={instance.id}\nCONTAINER_API_KEY={instance.container_api_key}\n")
+        identity.chmod(0o600)
         with self._lock:
             if instance.id in self.instances:
                 instance.server, instance.status = server, "running"

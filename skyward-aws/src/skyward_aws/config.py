@@ -69,12 +69,15 @@ def _check_user(instance: object, attribute: attrs.Attribute[Any], value: object
 
 
 def _check_cidr(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
     try:
         ipaddress.ip_network(value, strict=False)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ConfigurationError(
             f'AWS(ssh_cidr={value!r}): expected an address range such as "203.0.113.0/24", or '
-            '"0.0.0.0/0" to accept SSH from anywhere (logins are key-only, host keys pinned)'
+            '"0.0.0.0/0" to accept SSH from anywhere (logins are key-only, host keys pinned), or None for '
+            "this client's public address"
         ) from None
 
 
@@ -83,6 +86,14 @@ def _check_endpoint(instance: object, attribute: attrs.Attribute[Any], value: ob
         raise ConfigurationError(
             f'AWS(endpoint_url={value!r}): expected a URL such as "http://localhost:4566" (LocalStack), '
             "or None for AWS itself"
+        )
+
+
+def _check_lookup_url(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not re.match(r"^https?://[^/\s]+", value):
+        raise ConfigurationError(
+            f'AWS(ip_lookup_url={value!r}): expected a URL that answers with the caller\'s address, '
+            'e.g. "https://checkip.amazonaws.com"'
         )
 
 
@@ -120,11 +131,17 @@ class AWS:
     Base GPU AMI (Ubuntu 22.04, NVIDIA driver) for GPU nodes, through AWS's public SSM parameters.
     `subnet_id`/`security_group_id` put the machines in your network (by default: the default VPC,
     and a security group made for the pool that lets `ssh_cidr` reach `ssh_port` and the pool's
-    machines reach each other). `use_private_ip=True` connects to the machines' private addresses
-    (a VPN, a bastion's network, or the test harness). `python` is an interpreter already on the
-    image that the node venv reuses. `endpoint_url` points boto3 at an EC2 look-alike (LocalStack,
-    moto) instead of AWS. `instance_type` skips the choice. `expires_after` is written into the
-    `skyward:expires` tag for clean-up scripts; nothing is deleted by it.
+    machines reach each other). `ssh_cidr=None` (the default) opens `ssh_port` to this client's
+    public address only (`/32`), as `ip_lookup_url` (AWS's echo service) sees it; when that lookup
+    fails the pool warns loudly and opens it to `0.0.0.0/0` (logins stay key-only, host keys
+    pinned). An explicit `ssh_cidr` is used as written. `use_private_ip=True` connects to the
+    machines' private addresses (a VPN, a bastion's network, or the test harness). `python` is an
+    interpreter already on the image that the node venv reuses. `endpoint_url` points boto3 at an
+    EC2 look-alike (LocalStack, moto) instead of AWS. `instance_type` skips the choice.
+    `expires_after` is the first value of the `skyward:expires` tag (it covers provisioning and
+    bootstrap); once the pool runs, the client renews that tag as a lease (`Provider.renew_lease`),
+    so `sky down` and clean-up scripts can tell an abandoned machine from a long job. Nothing is
+    deleted by the tag itself.
     """
 
     region: str | None = attrs.field(default=None, validator=_check_region)
@@ -135,7 +152,8 @@ class AWS:
     instance_profile: str | None = attrs.field(default=None, validator=_optional_text)
     username: str = attrs.field(default="ubuntu", validator=_check_user)
     ssh_port: int = attrs.field(default=22, validator=_check_port)
-    ssh_cidr: str = attrs.field(default="0.0.0.0/0", validator=_check_cidr)
+    ssh_cidr: str | None = attrs.field(default=None, validator=_check_cidr)
+    ip_lookup_url: str = attrs.field(default="https://checkip.amazonaws.com", validator=_check_lookup_url)
     use_private_ip: bool = attrs.field(default=False, validator=_check_bool)
     python: str | None = attrs.field(default=None, validator=_optional_text)
     profile: str | None = attrs.field(default=None, validator=_optional_text)

@@ -13,9 +13,17 @@ provision_timeout`, `provision_retry_delay`, `max_provision_attempts`) and then 
 `"spot-if-available"` and `"cheapest"` ask for spot and fall back to on-demand, node by node, when
 spot has no capacity; `"on-demand"` never asks for spot.
 
+Hardening: the security group opens `ssh_port` only to this client's public address (`/32`, from
+`AWS(ip_lookup_url=...)`; a failed lookup falls back to `0.0.0.0/0` with a loud warning), and
+`AWS(ssh_cidr=...)` overrides it; machines require IMDSv2 (session tokens for the metadata
+service, so a server-side request forgery on the node cannot read the instance role's keys).
+Everything made (machines, their disks, the group, the key pair) carries the pool's tags, and the
+live client moves `skyward:expires` forward (`renew_lease`) while the pool runs.
+
 Teardown terminates every machine tagged with the pool (also one whose launch answer was lost),
-waits until they are gone, and only then deletes the security group (AWS refuses while a
-machine's network interface uses it) and the key pair.
+waits until they are gone (`release_timeout`: the pool's `stop()` waits that long, then names the
+machines not confirmed gone), and only then deletes the security group (AWS refuses while a
+machine's network interface uses it), any disk left, and the key pair.
 """
 
 from __future__ import annotations
@@ -64,6 +72,8 @@ TERMINATION_TIMEOUT = 600.0
 #: network interface of a machine just terminated lingers for a minute or two).
 GROUP_DELETE_TIMEOUT = 120.0
 GROUP_RETRY_DELAY = 5.0
+#: Who may reach `ssh_port` when the client's own address could not be learnt.
+ANYWHERE = "0.0.0.0/0"
 #: How many of the best-fitting types are priced when `Spec.max_hourly_cost` is set.
 PRICED_CANDIDATES = 10
 #: allocation -> how to buy: spot only, on-demand only, or spot first then on-demand.
@@ -82,6 +92,7 @@ class Plan:
     market: str
     tags: resources.Tags
     key_name: str = ""
+    key_id: str = ""
     security_group: str = ""
     created_group: bool = False
     spot_price: float | None = None
@@ -90,6 +101,11 @@ class Plan:
 
 class AWSProvider(CloudProvider):
     name = "aws"
+
+    @property
+    def release_timeout(self) -> float:  # type: ignore[override]
+        """Termination can take minutes on EC2, and the group is deleted only after it."""
+        return TERMINATION_TIMEOUT + GROUP_DELETE_TIMEOUT
 
     def __init__(self, config: AWS, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
@@ -177,22 +193,48 @@ class AWSProvider(CloudProvider):
     async def _create_shared(self, plan: Plan, pool_id: str) -> Plan:
         """Import the login key and create the security group; undo the key if the group fails."""
         assert self.access is not None
-        key_name = await self._call(
+        key_name, key_id = await self._call(
             resources.import_key, self.clients, pool_id, self.access.login_key, plan.tags
         )
-        plan = attrs.evolve(plan, key_name=key_name)
+        plan = attrs.evolve(plan, key_name=key_name, key_id=key_id)
         if self.config.security_group_id is not None:
             return attrs.evolve(plan, security_group=self.config.security_group_id)
         try:
             vpc = await self._call(resources.vpc_of, self.clients, self.config.subnet_id)
+            cidr = await self._ssh_cidr(pool_id)
             group = await self._call(
                 resources.create_security_group, self.clients, pool_id, vpc, self.config.ssh_port,
-                self.config.ssh_cidr, plan.tags,
+                cidr, plan.tags,
             )
         except BaseException:
             await asyncio.shield(self._call(resources.delete_key, self.clients, key_name))
             raise
         return attrs.evolve(plan, security_group=group, created_group=True)
+
+    async def _ssh_cidr(self, pool_id: str) -> str:
+        """Who may reach `ssh_port`: `ssh_cidr` when set, else this client's address alone, else
+        (the lookup failed) anyone, said loudly: logins stay key-only and host keys pinned, but
+        the port is open to the internet's scanners."""
+        port = self.config.ssh_port
+        if self.config.ssh_cidr is not None:
+            self._log.info("skyward.aws_ssh_ingress", pool=pool_id, cidr=self.config.ssh_cidr, port=port)
+            return self.config.ssh_cidr
+        try:
+            cidr = await self._call(resources.client_cidr, self.config.ip_lookup_url)
+        except ProvisionError as exc:
+            self._log.warning(
+                "skyward.aws_ssh_open_to_anyone", pool=pool_id, cidr=ANYWHERE, port=port,
+                message=(
+                    f"WARNING: port {port} of this pool's machines is open to the whole internet "
+                    f"({ANYWHERE}): {exc}. Set AWS(ssh_cidr=...) to your network to close it."
+                ),
+            )
+            return ANYWHERE
+        self._log.warning(
+            "skyward.aws_ssh_ingress", pool=pool_id, cidr=cidr, port=port,
+            message=f"port {port} of this pool's machines is open only to this client's address {cidr}",
+        )
+        return cidr
 
     # -- launch --------------------------------------------------------------------------------------
 
@@ -238,6 +280,8 @@ class AWSProvider(CloudProvider):
             "ImageId": plan.image.id, "InstanceType": plan.instance_type.name, "MinCount": 1, "MaxCount": 1,
             "KeyName": plan.key_name, "UserData": self.user_data(),
             "InstanceInitiatedShutdownBehavior": "terminate",
+            # IMDSv2 only: metadata (and the instance role's keys) needs a session token.
+            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
             "TagSpecifications": plan.tags.spec("instance", "volume", **extra),
             # The same token on a retried request returns the machine already made, not a second one.
             "ClientToken": f"{cluster.id}-{node}-{uuid.uuid4().hex[:12]}",
@@ -254,6 +298,8 @@ class AWSProvider(CloudProvider):
         if config.instance_profile is not None:
             profile = config.instance_profile
             args["IamInstanceProfile"] = {"Arn": profile} if profile.startswith("arn:") else {"Name": profile}
+        # The disk goes with the machine (images' own root disks do too; `release` deletes any
+        # disk of the pool a custom image's mapping left behind).
         if spec.disk_gb is not None:
             args["BlockDeviceMappings"] = [{"DeviceName": plan.image.root_device, "Ebs": {
                 "VolumeSize": int(spec.disk_gb), "VolumeType": "gp3", "DeleteOnTermination": True}}]
@@ -331,6 +377,22 @@ class AWSProvider(CloudProvider):
             instance = attrs.evolve(instance, public_ip=instance.private_ip)
         return await super().connect(cluster, instance, setup)
 
+    # -- the lease -------------------------------------------------------------------------------------
+
+    async def renew_lease(self, cluster: Cluster, instances: list[Instance], until: float) -> None:
+        """Move `skyward:expires` to `until` on everything of the pool: its machines, their disks,
+        the security group it made and the key pair."""
+        plan: Plan | None = cluster.state.get("aws")
+        if plan is None or self._clients is None:
+            return
+        volumes = await self._call(resources.pool_volumes, self.clients, cluster.id)
+        ids = [i.id for i in instances] + volumes
+        ids += [plan.security_group] if plan.created_group else []
+        ids += [plan.key_id] if plan.key_id else []
+        expires = resources.expiry(until)
+        await self._call(resources.renew_expiry, self.clients, ids, expires)
+        self._log.debug("skyward.aws_lease_renewed", pool=cluster.id, expires=expires, resources=len(ids))
+
     # -- deleting ------------------------------------------------------------------------------------
 
     async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
@@ -358,9 +420,15 @@ class AWSProvider(CloudProvider):
             await self.destroy(cluster, left)
             still = await self._call(resources.wait_terminated, self.clients, cluster.id, TERMINATION_TIMEOUT)
             if still:
-                problems.append(f"machines still terminating: {', '.join(still)}")
+                problems.append(
+                    f"termination of {', '.join(still)} not confirmed after {TERMINATION_TIMEOUT:.0f} s"
+                )
         except Exception as exc:  # noqa: BLE001 - reported with the rest below
             problems.append(str(exc))
+        try:
+            await self._call(resources.delete_volumes, self.clients, cluster.id)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"volumes: {exc}")
         if plan.created_group:
             try:
                 await retry(

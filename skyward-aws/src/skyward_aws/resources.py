@@ -1,16 +1,19 @@
 """The shared resources a pool creates on EC2 (key pair, security group), its tags, and their removal.
 
 Everything is tagged `skyward:pool` (the pool id), `skyward:owner` (who launched it: the IAM
-identity) and `skyward:expires` (when a clean-up script may consider it abandoned), so whatever a
-crash leaves behind can be found and deleted by tag. All functions here are blocking; the provider
-runs them in a thread.
+identity) and `skyward:expires` (when a clean-up script may consider it abandoned: a lease the live
+client renews, `renew_expiry`), so whatever a crash leaves behind can be found and deleted by tag.
+Port 22 is opened only to the client's own address, which `client_cidr` asks an echo service for.
+All functions here are blocking; the provider runs them in a thread.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import ipaddress
 import math
+import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +30,14 @@ EXPIRES_TAG = "skyward:expires"
 NODE_TAG = "skyward:node"
 #: States of a machine that still exists (and may still cost money).
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
+#: How long the client's address lookup may take before the group falls back to 0.0.0.0/0.
+IP_LOOKUP_TIMEOUT = 10.0
+
+
+def expiry(when: float) -> str:
+    """The `skyward:expires` value for the epoch time `when` (UTC, to the second)."""
+    moment = datetime.datetime.fromtimestamp(when, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @attrs.frozen
@@ -37,8 +48,8 @@ class Tags:
 
     @classmethod
     def create(cls, pool: str, owner: str, expires_after: float) -> Tags:
-        when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=expires_after)
-        return cls(pool, owner, when.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        now = datetime.datetime.now(datetime.UTC).timestamp()
+        return cls(pool, owner, expiry(now + expires_after))
 
     def pairs(self, **extra: str) -> list[dict[str, str]]:
         values = {POOL_TAG: self.pool, OWNER_TAG: self.owner, EXPIRES_TAG: self.expires, **extra}
@@ -53,16 +64,30 @@ def resource_name(pool: str) -> str:
     return f"skyward-{pool}"
 
 
-def import_key(clients: Clients, pool: str, public_key: str, tags: Tags) -> str:
-    """The pool's login key as an EC2 key pair (AWS then also lists which key a machine has)."""
+def import_key(clients: Clients, pool: str, public_key: str, tags: Tags) -> tuple[str, str]:
+    """The pool's login key as an EC2 key pair (AWS then also lists which key a machine has):
+    its name and its id (tags are written by id)."""
     name = resource_name(pool)
     try:
-        clients.ec2.import_key_pair(
+        answer = clients.ec2.import_key_pair(
             KeyName=name, PublicKeyMaterial=public_key.encode(), TagSpecifications=tags.spec("key-pair")
         )
     except botocore.exceptions.ClientError as exc:
         raise translate(exc, f"importing the key pair {name}") from None
-    return name
+    return name, str(answer.get("KeyPairId") or "")
+
+
+def client_cidr(url: str, timeout: float = IP_LOOKUP_TIMEOUT) -> str:
+    """This client's public address as a one-address range (`/32`, or `/128` for IPv6), as the
+    echo service at `url` sees it (AWS's answers with the caller's address and nothing else).
+    Raises `ProvisionError` saying why when it cannot tell."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310 - http(s) only: config
+            text = answer.read(256).decode("ascii", errors="replace").strip()
+        address = ipaddress.ip_address(text)
+    except (OSError, ValueError) as exc:
+        raise ProvisionError(f"could not learn this client's public address from {url}: {exc}") from None
+    return f"{address}/{address.max_prefixlen}"
 
 
 def vpc_of(clients: Clients, subnet_id: str | None) -> str | None:
@@ -91,10 +116,14 @@ def create_security_group(
         group = str(clients.ec2.create_security_group(**args)["GroupId"])
     except botocore.exceptions.ClientError as exc:
         raise translate(exc, f"creating the security group {name}") from None
+    network = ipaddress.ip_network(ssh_cidr, strict=False)
+    ranges = (
+        {"IpRanges": [{"CidrIp": str(network), "Description": "Skyward SSH"}]} if network.version == 4
+        else {"Ipv6Ranges": [{"CidrIpv6": str(network), "Description": "Skyward SSH"}]}
+    )
     try:
         clients.ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[
-            {"IpProtocol": "tcp", "FromPort": ssh_port, "ToPort": ssh_port,
-             "IpRanges": [{"CidrIp": ssh_cidr, "Description": "Skyward SSH"}]},
+            {"IpProtocol": "tcp", "FromPort": ssh_port, "ToPort": ssh_port, **ranges},
             {"IpProtocol": "-1",
              "UserIdGroupPairs": [{"GroupId": group, "Description": "the pool's machines"}]},
         ])
@@ -143,6 +172,46 @@ def pool_instances(clients: Clients, pool: str, states: Iterable[str] = LIVE_STA
     except botocore.exceptions.ClientError as exc:
         raise translate(exc, f"listing the machines of {pool}") from None
     return found
+
+
+def pool_volumes(clients: Clients, pool: str) -> list[str]:
+    """The ids of the volumes EC2 lists under the pool's tag (the machines' disks)."""
+    try:
+        pages = clients.ec2.get_paginator("describe_volumes").paginate(
+            Filters=[{"Name": f"tag:{POOL_TAG}", "Values": [pool]}]
+        )
+        return [str(v["VolumeId"]) for page in pages for v in page.get("Volumes", [])]
+    except botocore.exceptions.ClientError as exc:
+        raise translate(exc, f"listing the volumes of {pool}") from None
+
+
+def delete_volumes(clients: Clients, pool: str) -> None:
+    """Delete the pool's disks that outlived their machines (detached: `available`); machines'
+    disks are made `DeleteOnTermination`, so this is the net for one attached otherwise."""
+    try:
+        pages = clients.ec2.get_paginator("describe_volumes").paginate(Filters=[
+            {"Name": f"tag:{POOL_TAG}", "Values": [pool]}, {"Name": "status", "Values": ["available"]},
+        ])
+        ids = [str(v["VolumeId"]) for page in pages for v in page.get("Volumes", [])]
+    except botocore.exceptions.ClientError as exc:
+        raise translate(exc, f"listing the volumes of {pool}") from None
+    for volume in ids:
+        try:
+            clients.ec2.delete_volume(VolumeId=volume)
+        except botocore.exceptions.ClientError as exc:
+            if error_code(exc) != "InvalidVolume.NotFound":
+                raise translate(exc, f"deleting the volume {volume}") from None
+
+
+def renew_expiry(clients: Clients, resource_ids: list[str], expires: str) -> None:
+    """Move the `skyward:expires` tag of these resources (machines, volumes, the group, the key
+    pair) to `expires`: the live client's lease, so a long job never looks abandoned."""
+    if not resource_ids:
+        return
+    try:
+        clients.ec2.create_tags(Resources=resource_ids, Tags=[{"Key": EXPIRES_TAG, "Value": expires}])
+    except botocore.exceptions.ClientError as exc:
+        raise translate(exc, f"renewing {EXPIRES_TAG} on {', '.join(resource_ids)}") from None
 
 
 def terminate(clients: Clients, ids: list[str]) -> None:

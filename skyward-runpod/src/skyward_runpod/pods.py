@@ -28,6 +28,10 @@ SSH_PORT = "22/tcp"
 POOL_VARIABLE = "SKYWARD_POOL"
 #: RunPod has no tags: a pod belongs to a pool by its name, `skyward-<pool>-<node>`.
 NAME_PREFIX = "skyward-"
+#: Where the start command keeps the pod's own API key (mode 600, in the login's home folder) for
+#: `end_command`: RunPod puts `RUNPOD_API_KEY` (scoped to this pod) in the container's environment,
+#: which SSH logins do not get.
+IDENTITY_FILE = ".skyward-runpod.env"
 
 
 def pod_name(pool_id: str, node: int) -> str:
@@ -38,8 +42,14 @@ def pool_prefix(pool_id: str) -> str:
     return f"{NAME_PREFIX}{pool_id}-"
 
 
-def start_command(access: MachineAccess, *, ssh_dir: str = "/etc/ssh", home: str = "/root") -> str:
-    """The shell the pod's container runs (as root): keys, then sshd, then stay up.
+def start_command(
+    access: MachineAccess,
+    *,
+    ssh_dir: str = "/etc/ssh",
+    home: str = "/root",
+) -> str:
+    """The shell the pod's container runs (as root): keys, the pod's own API key kept for
+    `end_command`, then sshd, then stay up.
 
     `set -e` stops the container if the keys cannot be installed: a pod that cannot prove its
     identity must never answer. sshd is started with `-h` on our key, so whatever the image's
@@ -47,11 +57,13 @@ def start_command(access: MachineAccess, *, ssh_dir: str = "/etc/ssh", home: str
     """
     q = shlex.quote
     key = f"{ssh_dir}/ssh_host_ed25519_key"
+    identity = q(f"{home}/{IDENTITY_FILE}")
     return "\n".join([
         "set -e",
         f'test -n "${HOST_KEY_VARIABLE}" || {{ echo "{HOST_KEY_VARIABLE} is not set" >&2; exit 1; }}',
         'export PATH="$PATH:/usr/sbin:/usr/local/sbin"',
         access.container_script(ssh_dir=ssh_dir, home=home),
+        f"(umask 077; printf 'RUNPOD_API_KEY=%s\\n' \"${{RUNPOD_API_KEY:-}}\" > {identity})",
         "if ! command -v sshd >/dev/null 2>&1; then",
         "  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server",
         "fi",
@@ -103,6 +115,19 @@ def pod_request(
         if spec.vcpus:
             body["vcpuCount"] = math.ceil(spec.vcpus)
     return body
+
+
+def end_command(rest_url: str, pod_id: str) -> str:
+    """What the node's guardian runs when the pool's lease lapses: the pod deletes itself through
+    RunPod's API, by its own id (given here: `$RUNPOD_POD_ID` is not set in an SSH login) and with
+    its own pod-scoped key, else with runpodctl. Powering the container off would leave a pod."""
+    q = shlex.quote
+    url = q(f"{rest_url.rstrip('/')}/pods/{pod_id}")
+    return (
+        f'[ -f "$HOME/{IDENTITY_FILE}" ] && . "$HOME/{IDENTITY_FILE}"; '
+        f'curl -fsS -X DELETE -H "Authorization: Bearer $RUNPOD_API_KEY" {url} || '
+        f"runpodctl remove pod {q(pod_id)}"
+    )
 
 
 def ssh_address(pod: dict[str, Any]) -> tuple[str, int] | None:

@@ -6,6 +6,8 @@ offers in order (an interruptible pod first when the allocation allows it, on-de
 has no room) and, when none has room, raising `CapacityError` for the base to retry; `refresh`
 reports pods once RunPod gives them a public IP and a port for 22; `destroy` deletes them.
 Keys, host key pinning, waiting, bootstrap and workers are the base's, as for every cloud.
+No expiry lease is renewed (`renew_lease` stays the base's no-op): RunPod has no tags, and a pod's
+name is its pool identity, so a pod whose client is gone is ended by the node's guardian alone.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from skyward.providers.cloud import CloudProvider
 from skyward.providers.ssh import head_port
 from skyward_runpod.api import LOGGER, RunPodAPI
 from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers, whole_gpus
-from skyward_runpod.pods import cost_per_hour, gone, pod_request, pool_prefix, ssh_address
+from skyward_runpod.pods import cost_per_hour, end_command, gone, pod_request, pool_prefix, ssh_address
 from skyward_runpod.pricing import gpu_types
 
 if TYPE_CHECKING:
@@ -33,8 +35,8 @@ if TYPE_CHECKING:
 
 class RunPodProvider(CloudProvider):
     name = "runpod"
-    #: A pod whose client went silent past `Spec.ttl` deletes itself: RunPod pods carry runpodctl
-    #: and their own pod id; powering the container off would leave a stopped pod (and its disk).
+    #: Inside the pod's container (not an SSH login, which lacks the variable); a guarded node runs
+    #: `end_machine_command`, which names the pod explicitly.
     shutdown_command = 'runpodctl remove pod "$RUNPOD_POD_ID"'
 
     def __init__(self, config: RunPod, options: Options | None = None) -> None:
@@ -42,6 +44,10 @@ class RunPodProvider(CloudProvider):
         self.config = config
         self.api = RunPodAPI(config.api_key, config.rest_url, config.gql_url)
         self._log = structlog.get_logger(LOGGER)  # under `skyward`, so it reaches Skyward's log file
+
+    def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
+        """The pod deletes itself by its own id (`pods.end_command`) when its client is gone."""
+        return end_command(self.config.rest_url, instance.id)
 
     # -- prepare -------------------------------------------------------------------------------------
 

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from skyward.providers.cloud import MachineAccess
 
-#: Where the onstart script keeps the instance's own id and API key (root-only) for the shutdown
-#: command: Vast puts them in the container's environment, which SSH logins do not inherit.
-IDENTITY_FILE = "/etc/skyward-vast.env"
+#: Where the onstart script keeps the instance's own id and API key (mode 600, in the login's home
+#: folder) for the shutdown command: Vast puts them in the container's environment, which SSH
+#: logins do not inherit.
+IDENTITY_FILE = ".skyward-vast.env"
 SSHD_PID_FILE = "/run/sshd.pid"
 #: Vast's onstart field is limited to 4048 characters.
 ONSTART_LIMIT = 4048
@@ -30,7 +31,7 @@ def onstart_script(
     *,
     ssh_dir: str = "/etc/ssh",
     home: str = "/root",
-    identity_file: str = IDENTITY_FILE,
+    identity_file: str | None = None,
     sshd_pid_file: str = SSHD_PID_FILE,
 ) -> str:
     """The instance's onstart: our host key and login key in place, identity saved, sshd reloaded.
@@ -38,9 +39,10 @@ def onstart_script(
     The paths are parameters only so tests can run the very same script in a sandbox.
     """
     q = shlex.quote
+    identity = identity_file or f"{home}/{IDENTITY_FILE}"
     save_identity = (
         f"(umask 077; printf 'CONTAINER_ID=%s\\nCONTAINER_API_KEY=%s\\n' "
-        f'"$CONTAINER_ID" "$CONTAINER_API_KEY" > {q(identity_file)})'
+        f'"$CONTAINER_ID" "$CONTAINER_API_KEY" > {q(identity)})'
     )
     reload_sshd = f'if [ -s {q(sshd_pid_file)} ]; then kill -HUP "$(cat {q(sshd_pid_file)})" || true; fi'
     script = "; ".join([access.container_script(ssh_dir=ssh_dir, home=home), save_identity, reload_sshd])
@@ -49,15 +51,17 @@ def onstart_script(
     return script
 
 
-def shutdown_command(api_url: str, identity_file: str = IDENTITY_FILE) -> str:
-    """What a worker runs when its client has been silent past `Spec.ttl`: the instance destroys
+def shutdown_command(api_url: str, identity_file: str | None = None) -> str:
+    """What the node's guardian runs when the pool's lease lapses (its client gone past
+    `Spec.ttl`; `skyward.guardian`): the instance destroys
     itself through Vast's API with its own instance-scoped key (`CONTAINER_API_KEY`), and if that
     is refused, stops itself (a stopped instance bills only its disk). `shutdown` would not do:
     a container cannot power off its host, and a stopped container is still a billed instance."""
+    identity = shlex.quote(identity_file) if identity_file else f'"$HOME/{IDENTITY_FILE}"'
     url = f"{api_url.rstrip('/')}/api/v0/instances/$CONTAINER_ID/"
     auth = '-H "Authorization: Bearer $CONTAINER_API_KEY"'
     return (
-        f". {shlex.quote(identity_file)}; "
+        f". {identity}; "
         f'curl -fsS -X DELETE {auth} "{url}" || '
         f"curl -fsS -X PUT {auth} -H 'Content-Type: application/json' "
         f"-d '{{\"state\": \"stopped\"}}' \"{url}\""

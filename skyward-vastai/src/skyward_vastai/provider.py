@@ -7,7 +7,9 @@ been tried the market is searched again after a backoff (`CloudProvider.retry_ca
 `refresh` reads instances back and reports those whose sshd answers with the pool's host key;
 `destroy` destroys them. `leftovers` lists the account's instances and picks this pool's by label,
 so teardown also destroys a machine whose create call never answered. SSH, bootstrap and workers
-are `CloudProvider`'s.
+are `CloudProvider`'s. No expiry lease is renewed (`renew_lease` stays the base's no-op): Vast's
+only label is the pool's identity (`label_prefix`), so a machine whose client is gone is ended by
+the node's guardian alone.
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ It owns the provider, the cluster, the instances by node index and, through the 
 methods, the worker handles. Every way a worker leaves the pool (its process ended, it was stuck
 and is restarted, a resize let its node go, its node did not start) goes through `_remove`, which
 says why; every way a node leaves for good goes through `_let_go`.
+
+While the pool runs, it renews the provider's lease on its machines (`Provider.renew_lease`, every
+~`Spec.ttl`/3), so a long job is never taken for an abandoned one. At the end, releasing the
+machines is bounded by the provider's own `release_timeout`; what could not be confirmed gone by
+then is reported by instance id.
 """
 
 from __future__ import annotations
@@ -50,6 +55,22 @@ if TYPE_CHECKING:
     from skyward.client.tasks import TaskState
 
 HANDSHAKE_TIMEOUT = 60.0
+#: The lease is renewed every `Spec.ttl`/3, but no more often than this and no less (seconds).
+LEASE_MIN_INTERVAL = 60.0
+LEASE_MAX_INTERVAL = 900.0
+#: Slack beyond the provider's `release_timeout` before the pool reports machines unconfirmed.
+RELEASE_MARGIN = 30.0
+
+
+def lease_interval(ttl: float) -> float:
+    """How often the client renews its lease: a third of `ttl`, within the bounds above."""
+    return min(max(ttl / 3, LEASE_MIN_INTERVAL), LEASE_MAX_INTERVAL)
+
+
+def lease_until(ttl: float, now: float) -> float:
+    """Until when one renewal holds: `ttl` ahead, and at least three renewals' worth, so a
+    renewal or two lost to a slow API never lets the lease lapse under a live client."""
+    return now + max(float(ttl), 3 * lease_interval(ttl))
 
 
 class Fleet:
@@ -84,6 +105,7 @@ class Fleet:
         self._secrets: tuple[str, ...] = ()
         self._spend = Spend()
         self._requested_at = time.monotonic()
+        self._lease: asyncio.Task[None] | None = None
         self._log = structlog.get_logger()
 
     # -- what the pool asks ------------------------------------------------------------------------------
@@ -156,6 +178,7 @@ class Fleet:
                 self.closing = False
         seconds = time.monotonic() - started
         self.bus.emit(ClusterReady(nodes=self.current_nodes(), seconds=seconds, pool=self.name))
+        self._lease = asyncio.ensure_future(self._renew_lease())
 
     async def _start_spec(self, spec: Any) -> None:
         self.spec = spec
@@ -213,7 +236,7 @@ class Fleet:
         setup = NodeSetup(
             image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
             emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
-            worker=worker,
+            worker=worker, end_command=self.hooks.end_machine_command(self.provider, self.cluster, instance),
         )
         channel = await self.provider.connect(self.cluster, instance, setup)
         info = self._place(index, total, worker)
@@ -226,8 +249,10 @@ class Fleet:
         hello = Hello(
             info=info, concurrency=self.worker.concurrency, executor=self.worker.resolved_executor,
             reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),
-            sys_path=(), plugins=self.worker_plugins, ttl=float(self.spec.ttl),
-            shutdown_command=self.provider.shutdown_command,
+            sys_path=(), plugins=self.worker_plugins,
+            # A guarded node's guardian holds the lease; the worker's own watchdog only for the rest.
+            ttl=0.0 if self.provider.guards_nodes else float(self.spec.ttl),
+            shutdown_command=None if self.provider.guards_nodes else self.provider.shutdown_command,
             include_sources=include_sources(self.image.includes),
         )
         try:
@@ -261,6 +286,18 @@ class Fleet:
         """What worker `worker` of node `index` learns about its place in a pool of `total` nodes."""
         info = machines.instance_info(self.spec, self.cluster, self.instances, index, total, self.name)
         return attrs.evolve(info, worker=worker, workers_per_node=self.workers_per_node)
+
+    async def _renew_lease(self) -> None:
+        """Renew the provider's lease on the pool's machines every `lease_interval` until the pool
+        stops; a failed renewal is logged and tried again next time (the lease outlasts two)."""
+        ttl = float(self.spec.ttl)
+        while not self.closing:
+            try:
+                until = lease_until(ttl, time.time())
+                await self.provider.renew_lease(self.cluster, list(self.instances.values()), until)
+            except Exception as exc:  # noqa: BLE001 - the next renewal may succeed
+                self._log.warning("skyward.lease_renewal_failed", pool=self.name, error=str(exc))
+            await asyncio.sleep(lease_interval(ttl))
 
     # -- losing and removing workers ---------------------------------------------------------------------
 
@@ -434,9 +471,21 @@ class Fleet:
 
     # -- stop --------------------------------------------------------------------------------------------
 
+    def release_bound(self) -> float:
+        """How long giving back the machines may take: the provider's `release_timeout`, and some."""
+        release = float(getattr(self.provider, "release_timeout", 0.0) or 0.0)
+        return release + RELEASE_MARGIN
+
+    def stop_timeout(self) -> float:
+        """How long the whole stop may take: the workers' `shutdown_timeout`, then the release."""
+        return float(self.options.shutdown_timeout) + self.release_bound()
+
     async def teardown(self, reason: str) -> None:
         """Stop every worker and give back every machine (`reason`: why the pool stops)."""
         self.closing = True
+        if self._lease is not None:
+            self._lease.cancel()
+            self._lease = None
         nodes = self._scheduler.clear()
         for node in nodes:
             where = f"{self.name} shut down on node {node.index}"
@@ -447,15 +496,34 @@ class Fleet:
         for node in nodes:
             node.flush_logs()
         if self.provider is not None and self.cluster is not None:
-            await self._terminate(list(self.instances.values()))
-            try:
-                await self.provider.teardown(self.cluster)
-            except Exception as exc:  # noqa: BLE001 - reported, as below
-                self._report_cleanup_failure("could not remove what it created", exc)
+            await self._release(list(self.instances.values()))
         self.instances.clear()
         self.bus.emit(ClusterDestroyed(
             reason=reason, seconds=time.monotonic() - self._requested_at, cost=self._spend.usd, pool=self.name
         ))
+
+    async def _release(self, instances: list[Any]) -> None:
+        """Terminate the machines and tear down what `prepare` made, within `release_bound`; past
+        it, report (an `Error` and the log) the machines whose end was not confirmed, by id."""
+
+        async def release() -> None:
+            await self._terminate(instances)
+            try:
+                await self.provider.teardown(self.cluster)
+            except Exception as exc:  # noqa: BLE001 - reported, as below
+                self._report_cleanup_failure("could not remove what it created", exc)
+
+        bound = self.release_bound()
+        try:
+            await asyncio.wait_for(release(), bound)
+        except TimeoutError:
+            ids = [i.id for i in instances]
+            what = (
+                f"did not confirm the end of {', '.join(ids)} within {bound:.0f} s" if ids
+                else f"did not finish removing what it created within {bound:.0f} s"
+            )
+            self._log.error("skyward.release_unconfirmed", pool=self.name, instances=ids, seconds=bound)
+            self._report_cleanup_failure(what, TimeoutError("the provider's release is still under way"))
 
     async def _terminate(self, instances: list[Any]) -> None:
         """Terminate machines the pool lets go; a failure is reported, never swallowed, since a

@@ -226,6 +226,17 @@ class PoolHooks:
         )
         return self.launch_command(LaunchCommand.worker(context.python_bin), context)
 
+    def end_machine_command(self, provider: Provider, cluster: Cluster, instance: Instance) -> str | None:
+        """The command `instance`'s guardian ends its machine with: the first hook answer, else the
+        provider's own; None when nothing should end it (an SSH host)."""
+        hook = self.pm.hook.skyward_end_machine_command
+        answer = hook(provider=provider, cluster=cluster, instance=instance)
+        if answer is None:
+            answer = provider.end_machine_command(cluster, instance)
+        if answer is not None and not isinstance(answer, str):
+            raise PluginError(f"skyward_end_machine_command answered {type(answer).__name__!r}, not a str")
+        return answer or None
+
     def enter_clients(self, stack: contextlib.ExitStack, pool: Pool, cluster: Cluster) -> None:
         """Enter each `around_client` context in call order; the stack leaves them in reverse. A
         plugin's context that fails on entering or on leaving is a PluginError naming it."""

@@ -146,7 +146,10 @@ class Pool:
         finally:
             try:
                 if self._loop_thread is not None and not self._loop_thread.loop.is_closed():
-                    self._loop_thread.run(self._stop(reason), timeout=self.options.shutdown_timeout + 30)
+                    # The workers' shutdown, then the provider's release (minutes on a cloud), and
+                    # a margin: the fleet itself reports what it could not confirm by then.
+                    timeout = self._fleet.stop_timeout() + 30
+                    self._loop_thread.run(self._stop(reason), timeout=timeout)
             finally:
                 if self._owns_loop and self._loop_thread is not None:
                     self._loop_thread.stop()

@@ -16,11 +16,21 @@ The lifecycle, in the order the pool calls it:
 4. `connect(cluster, instance, setup) -> Channel`: bootstrap the machine if needed and start one
    worker with `setup.launch`; called once per worker (several per node with `mig`), and again to
    restart a worker on a machine that is still there.
-5. `terminate(cluster, instances)`: end these machines (idempotent): on a cloud they are deleted.
-6. `teardown(cluster)`: remove what `prepare` created; called last, also after a failed start.
+5. `renew_lease(cluster, instances, until)`: while the pool runs, every ~`Spec.ttl`/3 (1 to 15
+   minutes), move the pool's expiry mark (AWS's `skyward:expires` tag) to `until` (epoch seconds),
+   so a long job is never taken for an abandoned one by `sky down` or a clean-up script. Optional:
+   the default does nothing (a provider whose API cannot relabel a machine relies on the node's
+   guardian alone).
+6. `terminate(cluster, instances)`: end these machines (idempotent): on a cloud they are deleted.
+7. `teardown(cluster)`: remove what `prepare` created; called last, also after a failed start. The
+   pool's `stop()` gives `terminate` and `teardown` together `release_timeout` seconds (beyond
+   `Options.shutdown_timeout` for the workers) before it reports, naming them, the machines whose
+   end it could not confirm.
 
-Beside them: `shutdown_command`, the command that ends a machine from inside it (the worker's
-watchdog runs it when its client has been silent past `Spec.ttl`); `machines(cluster)`, the
+Beside them: `end_machine_command(cluster, instance)` (by default `shutdown_command`), the command
+that ends a machine from inside it (the node's guardian, `skyward.guardian`, runs it when the
+pool's lease lapses; the `skyward_end_machine_command` hook may answer instead), and
+`guards_nodes`, whether the nodes run that guardian; `machines(cluster)`, the
 pool's machines that exist now, for `sky ls` (empty once everything is terminated and torn
 down); `python_bin`/`venv_dir` (the worker's interpreter), and, for `sky.plan`, `bootstrap_args()`
 and `planned_instances()`, which answer without creating anything.
@@ -90,6 +100,8 @@ class NodeSetup:
     secrets: tuple[str, ...] = ()
     #: Which of the node's workers this is (0 unless a plugin asks for several per node, as mig does).
     worker: int = 0
+    #: What the node's guardian runs to end the machine when the pool's lease lapses (None: none).
+    end_command: str | None = None
 
 
 class ProviderConfig(Protocol):
@@ -118,10 +130,18 @@ class Provider(abc.ABC):
     """
 
     name: str = "provider"
-    #: The command that ends this machine from inside it, run by the worker's watchdog when the
-    #: client has been silent past `Spec.ttl`: clouds power the machine off ("sudo shutdown -h
-    #: now"); None leaves the machine alone (Local, SSH: machines that are not the pool's).
+    #: The command that ends this machine from inside it, run by the node's guardian when the
+    #: pool's lease lapses (its client gone past `Spec.ttl`): clouds power the machine off ("sudo
+    #: shutdown -h now"); None leaves the machine alone (Local, SSH: machines that are not the pool's).
     shutdown_command: str | None = None
+    #: Whether each node runs a guardian (`skyward.guardian`) holding the pool's lease: then the
+    #: worker's own silence watchdog is off (a task holding the GIL would starve it into a false
+    #: alarm) and the guardian ends the work instead.
+    guards_nodes: bool = False
+    #: How long `terminate` and `teardown` together may take to release the pool's machines
+    #: (a cloud's termination can take minutes): the pool's `stop()` waits this long before it
+    #: reports what it could not confirm.
+    release_timeout: float = 120.0
     #: The pool's `sky.Options` (timeouts, retries), as given to the constructor.
     options: Options
 
@@ -153,6 +173,16 @@ class Provider(abc.ABC):
         """This pool's machines that exist now, as `sky ls` lists them: those provisioned and not
         yet terminated (a cloud also lists what its API still shows under the pool's tag). Empty
         once every machine is terminated and the pool torn down: nothing is left behind."""
+
+    async def renew_lease(self, cluster: Cluster, instances: list[Instance], until: float) -> None:
+        """Mark the pool's machines (and what goes with them) as leased until `until` (epoch
+        seconds): the live client calls it every ~`Spec.ttl`/3. Nothing by default."""
+        return None
+
+    def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
+        """The shell command that ends `instance`'s machine from inside it (`shutdown_command`
+        unless a provider needs the instance, as RunPod's pod id); None: nothing ends it."""
+        return self.shutdown_command
 
     def python_bin(self, cluster: Cluster) -> str:
         """The interpreter workers run under (the bootstrapped venv's, on remote hosts)."""

@@ -156,8 +156,10 @@ class CloudProvider(Provider):
     """The shared half of every cloud provider; subclasses write the API calls (see the module)."""
 
     name = "cloud"
-    #: A worker whose client went silent past `Spec.ttl` powers its machine off with this.
+    #: A node whose client has been gone past `Spec.ttl` powers its machine off with this (its
+    #: guardian runs it: `skyward.guardian`).
     shutdown_command: str | None = "sudo shutdown -h now"
+    guards_nodes = True
 
     def __init__(self, options: Options | None = None, *, python: str | None = None) -> None:
         super().__init__(options)

@@ -10,9 +10,15 @@ bootstrap run there, and the workers started there. A provider with machines cal
   (again only if its folder is gone; a connection lost meanwhile is reopened and the bootstrap
   resumed, see `prepare_node`), kills any worker an earlier connection left, and starts the
   worker on an exec channel;
-- `clean(cluster, instance)` from `Provider.terminate`: kills every worker it started there (the
-  whole process group) and removes the node folder;
+- `clean(cluster, instance)` from `Provider.terminate`: lets the node's guardian go, kills every
+  worker it started there (the whole process group) and removes the node folder;
 - `close()` from `Provider.teardown`.
+
+Each node folder has a guardian (`skyward.guardian`), started at the pool's first login there,
+before the bootstrap, and again after it (a no-op when it runs; the venv's Python when the machine
+had none), and a renewal of its lease kept open on the node's current connection (reopened with
+it). The guardian ends the pool's work there, and runs `NodeSetup.end_command`, when the client
+has been gone for `Spec.ttl` seconds.
 
 `python_bin()` is relative to the node folder, where every worker starts: the same path on every
 machine, whatever its home folder, as `Provider.python_bin(cluster)` must be.
@@ -36,6 +42,7 @@ from skyward.options import Options
 if TYPE_CHECKING:
     from skyward.providers.base import Cluster, Instance, NodeSetup
     from skyward.transport.ssh import Connection, SSHChannel
+    from skyward.transport.ssh_lease import LeaseRenewal
 
 #: `Options.ssh_timeout` / `ssh_retry_interval` when left at None.
 DEFAULT_SSH_TIMEOUT = 60.0
@@ -88,6 +95,9 @@ class RemoteNodes:
         self._node_locks: dict[int, asyncio.Lock] = {}
         #: The pid files of the workers started on each node, by (node, worker on the node).
         self._pid_files: dict[tuple[int, int], list[str]] = {}
+        #: Per node: its guardian's folder and the interpreters that may run it, and the renewal.
+        self._guards: dict[int, tuple[str, tuple[str, ...], float]] = {}
+        self._renewals: dict[int, LeaseRenewal] = {}
         self._launches = 0
         self._log = structlog.get_logger()
 
@@ -128,6 +138,8 @@ class RemoteNodes:
         self._conns[node] = conn
         if node not in self._homes:
             await self._probe(node, conn)
+        if node in self._guards:  # a reconnect: the lease is renewed on the new connection at once
+            await self._renew(node, conn)
         return conn
 
     async def _probe(self, node: int, conn: Connection) -> None:
@@ -182,11 +194,13 @@ class RemoteNodes:
             stale = self._pid_files.pop((node, setup.worker), [])
             if stale:  # this worker restarts: whatever its predecessor left must be gone first
                 await conn.run(kill_command(stale), check=False)
+            await self._guard(node, conn, cluster, setup, workdir)
             script = self._scripts.get(node)
             if script is None or not await _exists(conn, f"{workdir}/env.sh"):
                 script = await self._bootstrap(conn, setup, node, workdir)
                 self._scripts[node] = script
                 conn = self._conns[node]  # a new one when the bootstrap had to reconnect
+                await self._guard(node, conn, cluster, setup, workdir)  # with the venv's Python if need be
         self._launches += 1
         pid_file = f"{workdir}/worker-{self._launches}.pid"
         command = worker_command(script.launch_line(setup.launch), pid_file=pid_file, cwd=workdir)
@@ -194,6 +208,49 @@ class RemoteNodes:
         channel = await SSHChannel(conn, command, pid_file=pid_file, label=label).open()
         self._pid_files.setdefault((node, setup.worker), []).append(pid_file)
         return channel
+
+    async def _guard(
+        self, node: int, conn: Connection, cluster: Cluster, setup: NodeSetup, workdir: str
+    ) -> None:
+        """Start the node's guardian unless it runs, and renew its lease on `conn`."""
+        renewal = self._renewals.get(node)
+        if renewal is not None and renewal.conn is conn and renewal.open_now:
+            return
+        from skyward.guardian import initial_lease
+        from skyward.transport.ssh_lease import guard
+
+        ttl = float(getattr(cluster.spec, "ttl", 600))
+        pythons = tuple(p for p in (self.python, "python3", self.python_bin()) if p)
+        try:
+            renewal = await guard(
+                conn, workdir, ttl=ttl, initial=initial_lease(setup.bootstrap_timeout, ttl),
+                end_command=setup.end_command, pythons=pythons,
+            )
+        except Exception as exc:  # noqa: BLE001 - the pool still runs; reported
+            self._log.warning("skyward.guardian_failed", node=node, error=str(exc))
+            return
+        if renewal is not None:
+            self._guards[node] = (workdir, pythons, ttl)
+            self._set_renewal(node, renewal)
+
+    async def _renew(self, node: int, conn: Connection) -> None:
+        from skyward.guardian import renew_command, renew_interval
+        from skyward.transport.ssh_lease import LeaseRenewal
+
+        workdir, pythons, ttl = self._guards[node]
+        try:
+            renewal = await LeaseRenewal(conn, renew_command(workdir, pythons), renew_interval(ttl)).open()
+        except Exception as exc:  # noqa: BLE001 - the guardian counts down; the next start renews
+            self._log.warning("skyward.guardian_renew_failed", node=node, error=str(exc))
+            return
+        self._set_renewal(node, renewal)
+
+    def _set_renewal(self, node: int, renewal: LeaseRenewal | None) -> None:
+        old = self._renewals.pop(node, None)
+        if old is not None and old is not renewal:
+            old.close()
+        if renewal is not None:
+            self._renewals[node] = renewal
 
     def bootstrap_args(self) -> dict[str, Any]:
         """How the bootstrap builds the venv on these machines (`prepare_node`'s and `sky.plan`'s).
@@ -239,28 +296,35 @@ class RemoteNodes:
         pool_dir = posixpath.dirname(workdir)  # ~/.skyward/pools/<pool>, then pools, then ~/.skyward
         pools_dir = posixpath.dirname(pool_dir)
         parents = " ".join(q(p) for p in (pool_dir, pools_dir, posixpath.dirname(pools_dir)))
-        command = (
+        from skyward.guardian import release_command
+
+        command = release_command(workdir) + "; " + (
             f'for f in {q(workdir)}/worker-*.pid; do [ -f "$f" ] || continue; p=$(cat "$f"); '
             f'[ -n "$p" ] && {{ kill -9 -- -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }}; done; '
             f"rm -rf {q(workdir)}; rmdir {parents} 2>/dev/null; true"
         )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(conn.run(command, check=False), 60)
+        self._set_renewal(node, None)
+        self._guards.pop(node, None)
         self._scripts.pop(node, None)
         for key in [key for key in self._pid_files if key[0] == node]:
             del self._pid_files[key]
 
     def forget(self, node: int) -> None:
         """Drop what is known of `node` (its machine is being deleted): its connection is closed."""
+        self._set_renewal(node, None)
         conn = self._conns.pop(node, None)
         if conn is not None:
             conn.close()
-        for table in (self._logins, self._homes, self._facts, self._scripts):
+        for table in (self._logins, self._homes, self._facts, self._scripts, self._guards):
             table.pop(node, None)
         for key in [key for key in self._pid_files if key[0] == node]:
             del self._pid_files[key]
 
     async def close(self) -> None:
+        for node in list(self._renewals):
+            self._set_renewal(node, None)
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
             conn.close()

@@ -152,6 +152,9 @@ class SSHProvider(Provider):
     """Your hosts as nodes: node `i` is `hosts[i]`; the SSH work itself is `RemoteNodes`'."""
 
     name = "ssh"
+    #: A guardian on each host ends the pool's processes and secrets when its client is gone; no
+    #: end command: the hosts are yours, never powered off.
+    guards_nodes = True
 
     def __init__(self, config: SSH, options: Options | None = None) -> None:
         super().__init__(options)

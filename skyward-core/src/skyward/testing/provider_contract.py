@@ -14,13 +14,13 @@ A provider package subclasses `ProviderContract` in its test suite and gives it 
 
 pytest then runs every check below against that config: the config is a named value that
 cloudpickle round-trips and a `Spec` takes; `create(options)` hands the pool's options to the
-provider; `hourly_price` answers a price or None; `shutdown_command` is a command or None;
-`sky.plan`'s questions (`planned_instances`, `bootstrap_args`) need no machine; the lifecycle
-driven by hand (prepare, provision `nodes` machines, list them, terminate twice, teardown) lists
-every machine while it exists and none after; and a real pool on the config runs a task on every
-node, while `machines(cluster)` lists exactly the pool's instances, and leaves nothing once it has
-stopped, neither for the provider that ran it nor for a fresh one (as `sky ls` in another process
-would ask).
+provider; `hourly_price` answers a price or None; `shutdown_command` and `end_machine_command`
+are commands or None; `sky.plan`'s questions (`planned_instances`, `bootstrap_args`) need no
+machine; the lifecycle driven by hand (prepare, provision `nodes` machines, list them, terminate
+twice, teardown) lists every machine while it exists and none after; and a real pool on the config
+runs a task on every node, while `machines(cluster)` lists exactly the pool's instances, and
+leaves nothing once it has stopped, neither for the provider that ran it nor for a fresh one (as
+`sky ls` in another process would ask).
 
 The checks start real machines: give them a config that points at something cheap (loopback
 sshd's, a fake API, local processes). Skyward's own suite runs them against `sky.Local()`,
@@ -119,6 +119,12 @@ class ProviderContract:
 
     def test_the_shutdown_command_is_a_command_or_none(self, config: Any) -> None:
         command = config.create(Options()).shutdown_command
+        assert command is None or (isinstance(command, str) and command.strip())
+
+    def test_the_end_machine_command_is_a_command_or_none(self, config: Any) -> None:
+        provider = config.create(Options())
+        cluster = Cluster(id="contract-end", provider=config.name, spec=Spec(provider=config, nodes=1))
+        command = provider.end_machine_command(cluster, provider.planned_instances(cluster, [0])[0])
         assert command is None or (isinstance(command, str) and command.strip())
 
     def test_a_plan_asks_the_provider_without_starting_anything(self, config: Any) -> None:

@@ -33,7 +33,7 @@ from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
 from skyward.worker.processes import ProcessSlots, TaskCancelled
 from skyward.worker.streams import InputStream, OutputCredits
 from skyward.worker.threads import STOP, Job, TaskThreads
-from skyward.worker.watchdog import Watchdog
+from skyward.worker.watchdog import CLEANUP_GRACE, Watchdog
 
 
 class _Running:
@@ -414,12 +414,32 @@ def main() -> None:
     hello = first.payload
     if getattr(hello, "ttl", 0) > 0:
         Watchdog(hello.ttl, lambda: channel.last_read, worker.abandon, hello.shutdown_command).start()
+    _leave_on_sigterm(worker)
     try:
         worker.serve()
     finally:
         pump.stop()
         _end_process_group()
         os._exit(0)
+
+
+def _leave_on_sigterm(worker: Worker) -> None:
+    """SIGTERM (a node's guardian ending the pool's work, see `skyward.guardian`) stops the tasks
+    and leaves the plugins' `around_app` contexts, within `CLEANUP_GRACE`, then ends the worker
+    and its process group. The handler only starts a thread: the main thread may be in a task."""
+
+    def leave() -> None:
+        cleanup = threading.Thread(target=worker.abandon, name="skyward-sigterm-cleanup", daemon=True)
+        cleanup.start()
+        cleanup.join(CLEANUP_GRACE)
+        _end_process_group()
+        os._exit(0)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        threading.Thread(target=leave, name="skyward-sigterm", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def _end_process_group() -> None:

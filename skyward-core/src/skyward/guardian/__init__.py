@@ -1,0 +1,122 @@
+"""The node guardian: a machine, its processes and its secrets do not outlive the pool's client.
+
+A worker cannot police itself: a task that holds the GIL starves any thread inside it, and a
+worker whose client vanished only sees EOF and exits, leaving a billed cloud machine up. So every
+node of an SSH or cloud pool runs a guardian beside the worker, a separate process that owns the
+pool's lease on that node:
+
+- **What runs.** `agent.py`, one file of standard library only (so it starts in milliseconds,
+  under the machine's own `python3`, before the bootstrap has installed anything). The client
+  uploads it into the node folder as `guardian.py` and starts it the first time the pool reaches
+  the machine (the first SSH login of the pool, before the bootstrap), detached: a double fork
+  into a session of its own, stdio on `guardian.log`. It is started again after the bootstrap
+  (then with the venv's Python if the machine had no `python3`); a second start finds the first
+  holding `guardian.lock` (an flock) and does nothing, so there is one guardian per node folder.
+- **The lease.** The client renews it over the SSH connection it already has, no new port: one
+  more session channel on the same connection runs `guardian.py renew`, and the client writes a
+  byte on it every `renew_interval(ttl)` seconds (at most 2 s) from the pool's event loop. That
+  process touches `guardian.lease` per byte; the guardian reads the file's mtime and times the
+  renewals with its own monotonic clock. Nothing a task does in the worker can block either
+  process. When the connection closes (the client is gone), the renewer sees EOF and exits.
+- **When it lapses.** `Spec.ttl` seconds after the last renewal (the client was killed, the
+  network dropped, the laptop slept); with `ttl=0`, as soon as no renewer is left open. Before
+  the first renewal the initial lease holds: the node's bootstrap timeout plus ttl, for a
+  machine whose client died before it could renew.
+- **Ending the work.** SIGTERM to every process group the pool started there (the `*.pid` files
+  of the node folder: workers, the bootstrap; the worker leaves its plugins' `around_app`
+  contexts on SIGTERM), SIGKILL to what is left after a grace (30 s), then the pool's secret
+  files are deleted (`env.sh`, `requirements/*.toml`), then the machine's end command runs: the
+  provider's (`skyward_end_machine_command` hook; `Provider.shutdown_command` by default). Clouds
+  power off or delete themselves; an SSH host has none, so only the pool's processes and secrets
+  go, and the host stays up. The reusable parts of the folder (venv, caches) stay.
+- **A clean stop** (`RemoteNodes.clean`) runs `release_command` (the guardian and its renewers
+  exit, ending nothing), then kills the workers and removes the node folder; a guardian that finds
+  its folder gone exits too. On a cloud the machine is deleted through the API as before.
+
+This module holds the client's side: the shell lines that upload and start the guardian, renew
+and release its lease. They name no Skyward import on the node.
+"""
+
+from __future__ import annotations
+
+import shlex
+from importlib import resources
+
+#: The guardian's file in the node folder.
+FILE = "guardian.py"
+#: What the start command prints when the machine has no Python to run the guardian yet.
+NO_PYTHON = "no-python"
+#: The longest pause between two renewals.
+MAX_RENEW_INTERVAL = 2.0
+
+
+def source() -> bytes:
+    """The guardian's program, as uploaded to nodes (`agent.py`, standard library only)."""
+    return resources.files(__package__).joinpath("agent.py").read_bytes()
+
+
+def renew_interval(ttl: float) -> float:
+    """Seconds between renewals: several per ttl, so one late write never lets the lease lapse."""
+    if ttl <= 0:
+        return MAX_RENEW_INTERVAL
+    return min(max(ttl / 4, 0.2), MAX_RENEW_INTERVAL)
+
+
+def initial_lease(bootstrap_timeout: float, ttl: float) -> float:
+    """The lease a guardian starts with, before any renewal: long enough for the bootstrap."""
+    return max(float(bootstrap_timeout), 0.0) + max(float(ttl), 0.0)
+
+
+def _with_python(folder: str, pythons: tuple[str, ...], args: str) -> str:
+    """Run the guardian with the first of `pythons` the machine has (a relative path is taken in
+    `folder`); print `NO_PYTHON` when it has none."""
+    q = shlex.quote
+    tries = []
+    for python in pythons:
+        path = python if "/" not in python or python.startswith("/") else f"{folder}/{python}"
+        test = f"[ -x {q(path)} ]" if "/" in path else f"command -v {q(path)} >/dev/null 2>&1"
+        tries.append(f"if {test}; then exec {q(path)} {q(folder + '/' + FILE)} {args}; fi")
+    return "; ".join(tries) + f"; echo {NO_PYTHON}"
+
+
+def start_command(
+    folder: str,
+    *,
+    ttl: float,
+    initial: float,
+    grace: float = 30.0,
+    end_command: str | None = None,
+    pythons: tuple[str, ...] = ("python3",),
+) -> str:
+    """The shell line that writes the guardian (its source on stdin) into `folder` and starts it.
+
+    Prints "started <pid>", "running <pid>" (one already guards the folder) or `NO_PYTHON`.
+    """
+    q = shlex.quote
+    args = (
+        f"start --dir {q(folder)} --ttl {float(ttl)!r} --initial {float(initial)!r} --grace {float(grace)!r}"
+        f" --end-command {q(end_command or '')}"
+    )
+    target = q(f"{folder}/{FILE}")
+    write = f"mkdir -p {q(folder)} && chmod 700 {q(folder)} && cat > {target}.tmp && mv {target}.tmp {target}"
+    return f"{write} && {{ {_with_python(folder, pythons, args)}; }}"
+
+
+def renew_command(folder: str, pythons: tuple[str, ...] = ("python3",)) -> str:
+    """The shell line of the renewer: every chunk on its stdin renews the lease, EOF ends it."""
+    return _with_python(folder, pythons, f"renew --dir {shlex.quote(folder)}")
+
+
+def release_command(folder: str) -> str:
+    """The shell line of a clean stop: the guardian and its renewers exit now and end nothing.
+
+    The release mark comes first (a guardian that looks sooner exits by itself), then both are
+    killed, so that nothing of the pool is left running when the line returns.
+    """
+    f = shlex.quote(folder)
+    return (
+        f"if [ -d {f} ]; then : > {f}/guardian.release; "
+        f"for p in $(cat {f}/guardian.lock 2>/dev/null) "
+        f"$(cd {f} && ls renew-*.live 2>/dev/null | sed 's/^renew-//; s/[.]live$//'); "
+        f'do kill -9 "$p" 2>/dev/null; done; rm -f {f}/guardian.lock; fi; true'
+    )

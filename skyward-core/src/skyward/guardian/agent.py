@@ -1,0 +1,414 @@
+"""The guardian itself: the program that runs on a node beside the pool's worker.
+
+This one file is what the client uploads and starts (`python3 <dir>/guardian.py start ...`), so it
+imports the standard library only and nothing of Skyward: it runs before the bootstrap has
+installed anything, under any Python 3.8+, and nothing a task does in the worker can reach it.
+The design is in the package docstring (`skyward.guardian`); the subcommands:
+
+    start   --dir D --ttl T --initial I [--grace G] [--end-command C]
+            become a daemon (own session, stdio on guardian.log) unless one already guards D
+    run     the same, in the foreground
+    renew   --dir D: one renewer; every chunk read on stdin renews the lease, EOF ends it
+    release --dir D: the pool stopped cleanly; the guardian exits and ends nothing
+
+Every file it keeps is in D: `guardian.lock` (its pid, held under an exclusive flock while it
+runs: the lock, not the pid, says whether one runs), `guardian.lease` (touched by renewers),
+`renew-<pid>.live` (one per open renewer), `guardian.release` and `guardian.log`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+LOCK = "guardian.lock"
+LEASE = "guardian.lease"
+LOG = "guardian.log"
+RELEASE = "guardian.release"
+RENEWER = "renew-{pid}.live"
+#: The pool's files that hold secrets (image env, index credentials), relative to the node folder.
+SECRETS = ("env.sh", "requirements/*.toml", "requirements/*.txt")
+#: Pid files of the pool's process groups (workers, the bootstrap), relative to the node folder.
+PID_FILES = ("*.pid",)
+#: With ttl=0 the lease ends when the renewers' connection closes; a connection that stays open
+#: but carries nothing (a network partition TCP has not noticed) ends it after this long.
+ZERO_TTL_SILENCE = 15.0
+#: Seconds between the guardian's looks at the lease.
+TICK = 0.25
+#: How long the machine's end command may run.
+END_COMMAND_TIMEOUT = 120.0
+
+
+class Lease:
+    """When the client's lease lapses, from what the guardian observes (monotonic seconds).
+
+    Until the first renewal the initial lease holds (`initial` seconds from the start: the
+    client's bootstrap time plus ttl). After it, the lease lapses `ttl` seconds after the last
+    renewal; with `ttl == 0`, as soon as no renewer is open (or after `ZERO_TTL_SILENCE` of an
+    open but silent one).
+    """
+
+    def __init__(self, ttl: float, initial: float, started: float) -> None:
+        self.ttl = max(float(ttl), 0.0)
+        self.initial = max(float(initial), 0.0)
+        self.started = started
+        self.renewed: float | None = None
+
+    def renew(self, now: float) -> None:
+        self.renewed = now
+
+    def lapsed(self, now: float, open_renewers: int) -> bool:
+        if self.renewed is None:
+            return now - self.started > self.initial
+        if self.ttl == 0:
+            return open_renewers == 0 or now - self.renewed > ZERO_TTL_SILENCE
+        return now - self.renewed > self.ttl
+
+
+# -- processes -------------------------------------------------------------------------------------
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (None: no such process). Without /proc, "R" for any that exists."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return "R"
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, which only waits to be reaped, does not)."""
+    state = _state(pid)
+    return state is not None and state not in ("Z", "X")
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (on systems without /proc: the leader alone)."""
+    if not os.path.isdir("/proc"):
+        return [pgid] if alive(pgid) else []
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            members.append(int(name))
+    return members
+
+
+def started_at(pid: int) -> float | None:
+    """When `pid` started (seconds since the epoch), from /proc; None when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/stat", "rb") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, sig)
+    with contextlib.suppress(OSError):
+        os.kill(pgid, sig)
+
+
+# -- the guardian ----------------------------------------------------------------------------------
+
+
+class Guardian:
+    def __init__(self, folder: str, ttl: float, initial: float, grace: float, end_command: str) -> None:
+        self.dir = os.path.abspath(folder)
+        self.lease = Lease(ttl, initial, time.monotonic())
+        self.grace = grace
+        self.end_command = end_command
+        self._lease_mtime: float | None = None
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def log(self, message: str) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        with contextlib.suppress(OSError), open(self.path(LOG), "a") as f:
+            f.write(f"{stamp} {message}\n")
+
+    def open_renewers(self) -> int:
+        count = 0
+        for file in glob.glob(self.path(RENEWER.format(pid="*"))):
+            try:
+                pid = int(os.path.basename(file)[len("renew-"):-len(".live")])
+            except ValueError:
+                continue
+            if alive(pid):
+                count += 1
+            else:  # a renewer killed outright (sshd gone) leaves its file behind
+                with contextlib.suppress(OSError):
+                    os.unlink(file)
+        return count
+
+    def observe(self, now: float) -> None:
+        """A renewal is a change of the lease file's mtime, timed by this process's own clock."""
+        try:
+            mtime = os.stat(self.path(LEASE)).st_mtime_ns
+        except OSError:
+            return
+        if mtime != self._lease_mtime:
+            self._lease_mtime = mtime
+            self.lease.renew(now)
+
+    def watch(self) -> str:
+        """Wait for the lease to lapse ("lapsed"), the pool to release it, or its folder to go."""
+        while True:
+            if not os.path.isdir(self.dir):
+                return "gone"
+            if os.path.exists(self.path(RELEASE)):
+                return "released"
+            now = time.monotonic()
+            self.observe(now)
+            if self.lease.lapsed(now, self.open_renewers()):
+                return "lapsed"
+            time.sleep(TICK)
+
+    def groups(self) -> list[int]:
+        """The process groups the pid files name. A pid whose process started after its file was
+        written is another process that reused a number freed long ago: it is left alone."""
+        pids = []
+        for pattern in PID_FILES:
+            for file in glob.glob(self.path(pattern)):
+                try:
+                    with open(file) as f:
+                        pid = int(f.read().split()[0])
+                    written = os.stat(file).st_mtime
+                except (OSError, ValueError, IndexError):
+                    continue
+                start = started_at(pid)
+                if pid > 1 and pid != os.getpid() and (start is None or start <= written + 2):
+                    pids.append(pid)
+        return sorted(set(pids))
+
+    def stop_processes(self) -> None:
+        """SIGTERM every process group of the pool (the worker runs its plugins' exits), then
+        SIGKILL whatever still runs `grace` seconds later."""
+        groups = self.groups()
+        for pgid in groups:
+            _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        left = groups
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = [pgid for pgid in left if group_members(pgid) or alive(pgid)]
+        for pgid in left:
+            _signal_group(pgid, signal.SIGKILL)
+        killed = f"; killed {left} after {self.grace}s" if left else ""
+        self.log(f"stopped process groups {groups}{killed}")
+
+    def remove_secrets(self) -> None:
+        removed = []
+        for pattern in SECRETS + PID_FILES:
+            for file in glob.glob(self.path(pattern)):
+                with contextlib.suppress(OSError):
+                    os.unlink(file)
+                    removed.append(os.path.relpath(file, self.dir))
+        self.log(f"removed {removed}")
+
+    def end_machine(self) -> None:
+        if not self.end_command:
+            return
+        self.log(f"running the end command: {self.end_command}")
+        with open(self.path(LOG), "ab") as out:
+            try:
+                result = subprocess.run(
+                    ["/bin/sh", "-c", self.end_command], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                    timeout=END_COMMAND_TIMEOUT, check=False, cwd="/",
+                )
+                self.log(f"the end command exited with {result.returncode}")
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                self.log(f"the end command failed: {exc!r}")
+
+    def end(self) -> None:
+        self.stop_processes()
+        self.remove_secrets()
+        self.end_machine()
+
+    def run(self) -> int:
+        lease = self.lease
+        self.log(f"guarding {self.dir} (pid {os.getpid()}, ttl {lease.ttl}s, initial {lease.initial}s)")
+        why = self.watch()
+        self.log(f"the lease {why}")
+        if why == "lapsed":
+            self.end()
+        for name in (LEASE, RELEASE, LOCK):
+            with contextlib.suppress(OSError):
+                os.unlink(self.path(name))
+        return 0
+
+
+# -- subcommands -----------------------------------------------------------------------------------
+
+
+def _lock(folder: str) -> int | None:
+    """Take the folder's guardian lock; None when another guardian holds it."""
+    fd = os.open(os.path.join(folder, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _holder(folder: str) -> str:
+    with contextlib.suppress(OSError), open(os.path.join(folder, LOCK)) as f:
+        return f.read().strip()
+    return "?"
+
+
+def _guard(args: argparse.Namespace, ready: int | None = None) -> int:
+    os.makedirs(args.dir, mode=0o700, exist_ok=True)
+    lock = _lock(args.dir)
+    if lock is None:
+        message = f"running {_holder(args.dir)}\n"
+        if ready is not None:
+            os.write(ready, message.encode())
+        else:
+            sys.stdout.write(message)
+        return 0
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+    guardian = Guardian(args.dir, args.ttl, args.initial, args.grace, args.end_command or "")
+    if ready is not None:
+        os.write(ready, f"started {os.getpid()}\n".encode())
+        os.close(ready)
+    else:
+        sys.stdout.write(f"started {os.getpid()}\n")
+        sys.stdout.flush()
+    return guardian.run()
+
+
+def start(args: argparse.Namespace) -> int:
+    """Fork a guardian into a session of its own (it outlives the SSH command that started it),
+    its stdio on the log, and print "started <pid>" or "running <pid>" once it holds the lock."""
+    os.makedirs(args.dir, mode=0o700, exist_ok=True)
+    read, write = os.pipe()
+    if os.fork() > 0:
+        os.close(write)
+        answer = b""
+        while True:
+            chunk = os.read(read, 256)
+            if not chunk:
+                break
+            answer += chunk
+        sys.stdout.write(answer.decode() or "failed\n")
+        return 0 if answer else 1
+    os.close(read)
+    os.closerange(3, write)
+    os.closerange(write + 1, 256)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    log = os.open(os.path.join(args.dir, LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(null)
+    os.close(log)
+    os.chdir("/")
+    try:
+        code = _guard(args, ready=write)
+    except BaseException as exc:  # noqa: BLE001 - a daemon has nobody else to tell
+        sys.stderr.write(f"guardian failed: {exc!r}\n")
+        code = 1
+    os._exit(code)
+
+
+def renew(args: argparse.Namespace) -> int:
+    """Renew the lease for every chunk read on stdin, until EOF (the client's channel closed)."""
+    folder = os.path.abspath(args.dir)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    mine = os.path.join(folder, RENEWER.format(pid=os.getpid()))
+    lease = os.path.join(folder, LEASE)
+    open(mine, "w").close()
+    try:
+        while True:
+            _touch(lease)
+            try:
+                if not os.read(0, 4096):
+                    return 0
+            except InterruptedError:
+                continue
+            except OSError:
+                return 0
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(mine)
+
+
+def _touch(path: str) -> None:
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+
+
+def release(args: argparse.Namespace) -> int:
+    folder = os.path.abspath(args.dir)
+    if os.path.isdir(folder):
+        open(os.path.join(folder, RELEASE), "w").close()
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m skyward.guardian", description=__doc__.split("\n\n")[0])
+    commands = top.add_subparsers(dest="command", required=True)
+    for name in ("start", "run"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--dir", required=True, help="the pool's folder on this node")
+        sub.add_argument("--ttl", type=float, required=True, help="seconds a lapsed client may stay gone")
+        sub.add_argument("--initial", type=float, required=True, help="the lease before the first renewal")
+        sub.add_argument("--grace", type=float, default=30.0, help="SIGTERM to SIGKILL, in seconds")
+        sub.add_argument("--end-command", default="", help="ends this machine (cloud); empty: none")
+    for name in ("renew", "release"):
+        commands.add_parser(name).add_argument("--dir", required=True)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "start":
+        return start(args)
+    if args.command == "run":
+        return _guard(args)
+    if args.command == "renew":
+        return renew(args)
+    return release(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The client's end of a node guardian's lease (`skyward.guardian`), over the pool's SSH connection.
+
+`guard(conn, folder, ...)` uploads the guardian into the node folder and starts it there (a no-op
+when one already guards the folder), then opens a `LeaseRenewal`: one more session channel on the
+same connection, running the guardian's `renew`, with one byte written every
+`renew_interval(ttl)` seconds from the pool's event loop. No port is opened, and nothing a task
+does on the worker can hold a renewal up: the renewer is a process of its own. When the
+connection ends (the client was killed, the network dropped), the renewer sees EOF.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import asyncssh
+import structlog
+
+from skyward import guardian
+from skyward.transport.ssh_connect import Connection
+
+#: How long starting the guardian may take (it forks and answers at once).
+START_TIMEOUT = 30.0
+
+
+class LeaseRenewal:
+    """One renew channel: a byte every `interval` seconds until `close()` or the connection ends."""
+
+    def __init__(self, conn: Connection, command: str, interval: float) -> None:
+        self.conn = conn
+        self._command = command
+        self._interval = interval
+        self._chan: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def open(self) -> LeaseRenewal:
+        session = asyncssh.SSHClientSession
+        self._chan, _ = await self.conn.create_session(session, self._command, encoding=None)
+        self._task = asyncio.get_running_loop().create_task(self._renew())
+        return self
+
+    @property
+    def open_now(self) -> bool:
+        return self._task is not None and not self._task.done() and not self.conn.is_closed()
+
+    async def _renew(self) -> None:
+        with contextlib.suppress(OSError, asyncssh.Error):
+            while not self._chan.is_closing():
+                self._chan.write(b".")
+                await asyncio.sleep(self._interval)
+
+    def close(self) -> None:
+        """Stop renewing and close the channel (the guardian then counts down its ttl)."""
+        if self._task is not None:
+            self._task.cancel()
+        if self._chan is not None:
+            self._chan.close()
+
+
+async def guard(
+    conn: Connection,
+    folder: str,
+    *,
+    ttl: float,
+    initial: float,
+    end_command: str | None,
+    pythons: tuple[str, ...],
+) -> LeaseRenewal | None:
+    """Start the guardian of `folder` (unless one runs) and open a renewal of its lease on `conn`.
+
+    None when the machine has no Python to run it yet (the bootstrap installs one: call again).
+    """
+    line = guardian.start_command(folder, ttl=ttl, initial=initial, end_command=end_command, pythons=pythons)
+    result = await asyncio.wait_for(
+        conn.run(line, input=guardian.source().decode(), check=False), START_TIMEOUT
+    )
+    answer = str(result.stdout or "").strip()
+    log = structlog.get_logger()
+    if answer == guardian.NO_PYTHON or not answer.startswith(("started", "running")):
+        log.info("skyward.guardian_not_started", folder=folder, answer=answer, error=str(result.stderr or ""))
+        return None
+    log.info("skyward.guardian", folder=folder, state=answer, ttl=ttl, ends_machine=bool(end_command))
+    command = guardian.renew_command(folder, pythons)
+    return await LeaseRenewal(conn, command, guardian.renew_interval(ttl)).open()

@@ -1,0 +1,63 @@
+"""A client killed outright (SIGKILL) mid-task: its RunPod pod deletes itself.
+
+The client is a real process running a pool script against the fake API; the pod is a real sshd.
+`ttl` seconds after the kill, the node's guardian (`skyward.guardian`) stops the pool's work and
+runs the pod's end command, which deletes the pod through RunPod's API by the pod's own id,
+observed here as the fake's DELETE.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fake_runpod import FakeRunPod
+from runpod_support import API_KEY
+from ssh_hosts import wait_until
+
+from skyward.guardian import renew_interval
+
+TTL = 2
+#: The issue's bound: the pod is deleted within ttl + 30 s of the kill.
+BOUND = TTL + 30
+
+CLIENT = """
+import getpass, sys, time
+import skyward as sky
+
+provider = sky.RunPod(api_url={rest!r}, graphql_url={graphql!r}, api_key={key!r},
+                      ssh_user=getpass.getuser(), python=sys.executable)
+
+@sky.function
+def hold() -> None:
+    open({started!r}, "w").write("running")
+    time.sleep(600)
+
+with sky.Compute(provider=provider, ttl={ttl}, console=False, logging=False) as pool:
+    hold() >> pool
+"""
+
+
+def test_a_pod_whose_client_was_killed_mid_task_deletes_itself(
+    runpod_api: FakeRunPod, tmp_path: Path
+) -> None:
+    started = tmp_path / "task-started"
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT.format(
+        rest=runpod_api.rest_url, graphql=runpod_api.graphql_url, key=API_KEY, started=str(started), ttl=TTL,
+    ))
+    with open(tmp_path / "client.log", "wb") as log:
+        client = subprocess.Popen([sys.executable, str(script)], stdout=log, stderr=log, cwd=tmp_path)
+    assert wait_until(started.exists, 120), (tmp_path / "client.log").read_text()
+    (pod,) = runpod_api.pods
+
+    client.send_signal(signal.SIGKILL)
+    client.wait()
+    killed = time.monotonic()
+    assert wait_until(lambda: pod in runpod_api.deleted, BOUND)
+    # ttl from the last renewal, which came at most one renewal interval before the kill
+    assert time.monotonic() - killed >= TTL - renew_interval(TTL)
+    assert runpod_api.pods == {}
