@@ -14,7 +14,7 @@ import pytest
 from aws_cloud import CLIENT_IP, NOTHING_LEFT, FaultProxy, Machines, Network, aws_provider, tagged, tags_of
 
 import skyward as sky
-from skyward.client import fleet
+from skyward.client import release
 from skyward.observe.events import Error
 from skyward.observe.logging import configure_logging, reset_logging
 from skyward.providers.base import Cluster
@@ -140,8 +140,8 @@ def test_the_expires_tag_moves_forward_while_the_pool_is_open(
     ec2: Any, faults: FaultProxy, network: Network, machines: Machines, skyward_home: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(fleet, "LEASE_MIN_INTERVAL", 0.2)
-    monkeypatch.setattr(fleet, "LEASE_MAX_INTERVAL", 0.2)
+    monkeypatch.setattr(release, "LEASE_MIN_INTERVAL", 0.2)
+    monkeypatch.setattr(release, "LEASE_MAX_INTERVAL", 0.2)
     config = aws_provider(faults, network, machines, expires_after=5)
     with quiet_pool(config, nodes=1, disk_gb=20, ttl=120) as pool:
         first = tags_of(pool_row(ec2, pool.name))["skyward:expires"]
@@ -168,7 +168,7 @@ def test_a_termination_not_confirmed_in_time_is_reported_naming_the_instance(
 ) -> None:
     monkeypatch.setattr(aws_provider_module, "TERMINATION_TIMEOUT", 1.0)
     monkeypatch.setattr(aws_provider_module, "GROUP_DELETE_TIMEOUT", 1.0)
-    monkeypatch.setattr(fleet, "RELEASE_MARGIN", 1.0)
+    monkeypatch.setattr(release, "RELEASE_MARGIN", 1.0)
     errors: list[Error] = []
     compute = quiet_pool(aws_provider(faults, network, machines), nodes=1, on_event=errors.append)
     with compute as pool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from skyward.client.fleet import lease_interval, lease_until
+from skyward.client.release import lease_interval, lease_until
 
 
 @pytest.mark.parametrize(("ttl", "every"), [(600, 200.0), (30, 60.0), (0, 60.0), (36_000, 900.0)])

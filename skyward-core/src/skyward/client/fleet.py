@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.client import machines
+from skyward.client import machines, release
 from skyward.client.hooks import PoolHooks
 from skyward.client.node import NodeHandle
+from skyward.client.release import MachineRelease
 from skyward.client.spend import Spend
 from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError
 from skyward.extension.plugin import LaunchCommand
@@ -37,7 +38,6 @@ from skyward.observe.events import (
     Error,
     EventBus,
     InstanceBootstrapped,
-    InstanceDestroyed,
     InstanceProvisioned,
     InstanceReplaced,
     NodeLost,
@@ -55,23 +55,6 @@ if TYPE_CHECKING:
     from skyward.client.tasks import TaskState
 
 HANDSHAKE_TIMEOUT = 60.0
-#: The lease is renewed every `Spec.ttl`/3, but no more often than this and no less (seconds).
-LEASE_MIN_INTERVAL = 60.0
-LEASE_MAX_INTERVAL = 900.0
-#: Slack beyond the provider's `release_timeout` before the pool reports machines unconfirmed.
-RELEASE_MARGIN = 30.0
-
-
-def lease_interval(ttl: float) -> float:
-    """How often the client renews its lease: a third of `ttl`, within the bounds above."""
-    return min(max(ttl / 3, LEASE_MIN_INTERVAL), LEASE_MAX_INTERVAL)
-
-
-def lease_until(ttl: float, now: float) -> float:
-    """Until when one renewal holds: `ttl` ahead, and at least three renewals' worth, so a
-    renewal or two lost to a slow API never lets the lease lapse under a live client."""
-    return now + max(float(ttl), 3 * lease_interval(ttl))
-
 
 class Fleet:
     def __init__(
@@ -107,6 +90,7 @@ class Fleet:
         self._requested_at = time.monotonic()
         self._lease: asyncio.Task[None] | None = None
         self._log = structlog.get_logger()
+        self._release = MachineRelease(self.name, self.bus, self._log, self._spend)
 
     # -- what the pool asks ------------------------------------------------------------------------------
 
@@ -178,7 +162,10 @@ class Fleet:
                 self.closing = False
         seconds = time.monotonic() - started
         self.bus.emit(ClusterReady(nodes=self.current_nodes(), seconds=seconds, pool=self.name))
-        self._lease = asyncio.ensure_future(self._renew_lease())
+        self._lease = asyncio.ensure_future(self._release.renew_lease(
+            self.provider, self.cluster, lambda: list(self.instances.values()), float(self.spec.ttl),
+            lambda: self.closing,
+        ))
 
     async def _start_spec(self, spec: Any) -> None:
         self.spec = spec
@@ -287,18 +274,6 @@ class Fleet:
         info = machines.instance_info(self.spec, self.cluster, self.instances, index, total, self.name)
         return attrs.evolve(info, worker=worker, workers_per_node=self.workers_per_node)
 
-    async def _renew_lease(self) -> None:
-        """Renew the provider's lease on the pool's machines every `lease_interval` until the pool
-        stops; a failed renewal is logged and tried again next time (the lease outlasts two)."""
-        ttl = float(self.spec.ttl)
-        while not self.closing:
-            try:
-                until = lease_until(ttl, time.time())
-                await self.provider.renew_lease(self.cluster, list(self.instances.values()), until)
-            except Exception as exc:  # noqa: BLE001 - the next renewal may succeed
-                self._log.warning("skyward.lease_renewal_failed", pool=self.name, error=str(exc))
-            await asyncio.sleep(lease_interval(ttl))
-
     # -- losing and removing workers ---------------------------------------------------------------------
 
     def on_node_lost(self, node: NodeHandle, exc: BaseException | None, restart: str = "") -> None:
@@ -373,7 +348,7 @@ class Fleet:
             if self._scheduler.workers_of(index):
                 self._fail_pinned({key}, index, why)  # its other workers still serve
             else:  # the node is gone for good: later broadcasts and targets must not wait for it
-                await self._terminate([await self._let_go(index, why, keys={key})])
+                await self._give_back([await self._let_go(index, why, keys={key})])
         finally:
             self.replacing.discard(key)
             self.fail_if_no_node_left()  # nothing to do while a node is left
@@ -443,7 +418,7 @@ class Fleet:
             # and broadcasts do not wait for it.
             for instance, _ in failed:
                 await self._let_go(instance.node, "did not start and was given back")
-            await self._terminate([i for i, _ in failed])
+            await self._give_back([i for i, _ in failed])
         self._announce_places(exclude={i.node for i in instances})
         if failed:
             raise failed[0][1]
@@ -452,7 +427,7 @@ class Fleet:
         why = f"left the pool when it was resized to {desired} node(s)"
         timeout = self.options.shutdown_timeout
         for index in self.node_indices()[desired:]:
-            await self._terminate([await self._let_go(index, why, close_timeout=timeout)])
+            await self._give_back([await self._let_go(index, why, close_timeout=timeout)])
         self._announce_places()
         self._scheduler.pump()
 
@@ -471,14 +446,13 @@ class Fleet:
 
     # -- stop --------------------------------------------------------------------------------------------
 
-    def release_bound(self) -> float:
-        """How long giving back the machines may take: the provider's `release_timeout`, and some."""
-        release = float(getattr(self.provider, "release_timeout", 0.0) or 0.0)
-        return release + RELEASE_MARGIN
-
     def stop_timeout(self) -> float:
         """How long the whole stop may take: the workers' `shutdown_timeout`, then the release."""
-        return float(self.options.shutdown_timeout) + self.release_bound()
+        return float(self.options.shutdown_timeout) + release.bound(self.provider)
+
+    async def _give_back(self, instances: list[Any]) -> None:
+        """Terminate machines the pool lets go (a resize, a failed start or replacement)."""
+        await self._release.terminate(self.provider, self.cluster, instances)
 
     async def teardown(self, reason: str) -> None:
         """Stop every worker and give back every machine (`reason`: why the pool stops)."""
@@ -496,57 +470,8 @@ class Fleet:
         for node in nodes:
             node.flush_logs()
         if self.provider is not None and self.cluster is not None:
-            await self._release(list(self.instances.values()))
+            await self._release.release(self.provider, self.cluster, list(self.instances.values()))
         self.instances.clear()
         self.bus.emit(ClusterDestroyed(
             reason=reason, seconds=time.monotonic() - self._requested_at, cost=self._spend.usd, pool=self.name
         ))
-
-    async def _release(self, instances: list[Any]) -> None:
-        """Terminate the machines and tear down what `prepare` made, within `release_bound`; past
-        it, report (an `Error` and the log) the machines whose end was not confirmed, by id."""
-
-        async def release() -> None:
-            await self._terminate(instances)
-            try:
-                await self.provider.teardown(self.cluster)
-            except Exception as exc:  # noqa: BLE001 - reported, as below
-                self._report_cleanup_failure("could not remove what it created", exc)
-
-        bound = self.release_bound()
-        try:
-            await asyncio.wait_for(release(), bound)
-        except TimeoutError:
-            ids = [i.id for i in instances]
-            what = (
-                f"did not confirm the end of {', '.join(ids)} within {bound:.0f} s" if ids
-                else f"did not finish removing what it created within {bound:.0f} s"
-            )
-            self._log.error("skyward.release_unconfirmed", pool=self.name, instances=ids, seconds=bound)
-            self._report_cleanup_failure(what, TimeoutError("the provider's release is still under way"))
-
-    async def _terminate(self, instances: list[Any]) -> None:
-        """Terminate machines the pool lets go; a failure is reported, never swallowed, since a
-        machine left running costs money."""
-        instances = [i for i in instances if i is not None]
-        if not instances or self.provider is None:
-            return
-        try:
-            await self.provider.terminate(self.cluster, instances)
-        except Exception as exc:  # noqa: BLE001 - reported; the pool goes on
-            self._report_cleanup_failure(f"could not terminate {', '.join(i.id for i in instances)}", exc)
-        else:
-            for instance in instances:
-                self.bus.emit(InstanceDestroyed(node=instance.node, instance_id=instance.id, pool=self.name))
-        finally:
-            self._spend.stopped(instances)
-
-    def _report_cleanup_failure(self, what: str, exc: BaseException) -> None:
-        """Say loudly that something of this pool may still exist (and cost money), and what."""
-        provider = self.provider.name
-        message = (
-            f"{self.name}: {provider} {what} ({type(exc).__name__}: {exc}); check the provider's "
-            "console and delete anything tagged with this pool's id"
-        )
-        self._log.error("skyward.cleanup_failed", pool=self.name, provider=provider, error=str(exc))
-        self.bus.emit(Error(message=message, fatal=False, pool=self.name))

@@ -1,0 +1,110 @@
+"""How a pool holds its machines and gives them back: the lease it renews, terminate, release.
+
+A machine left running costs money, so every way the pool lets machines go runs through here:
+`terminate` for those a resize or a failed start lets go, `release` for all of them at stop, bounded
+by the provider's own `release_timeout` (AWS termination can take minutes) and reporting by id what
+it could not confirm, and `renew_lease`, the loop that moves the provider's expiry mark (AWS's
+`skyward:expires` tag) forward while the client lives, so a long job is never taken for an
+abandoned one by `sky down --expired`. Failures are reported (an `Error` event and the log), never
+swallowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from skyward.client.spend import Spend
+from skyward.observe.events import Error, EventBus, InstanceDestroyed
+
+#: The lease is renewed every `Spec.ttl`/3, but no more often than this and no less (seconds).
+LEASE_MIN_INTERVAL = 60.0
+LEASE_MAX_INTERVAL = 900.0
+#: Slack beyond the provider's `release_timeout` before the pool reports machines unconfirmed.
+RELEASE_MARGIN = 30.0
+
+
+def lease_interval(ttl: float) -> float:
+    """How often the client renews its lease: a third of `ttl`, within the bounds above."""
+    return min(max(ttl / 3, LEASE_MIN_INTERVAL), LEASE_MAX_INTERVAL)
+
+
+def lease_until(ttl: float, now: float) -> float:
+    """Until when one renewal holds: `ttl` ahead, and at least three renewals' worth, so a
+    renewal or two lost to a slow API never lets the lease lapse under a live client."""
+    return now + max(float(ttl), 3 * lease_interval(ttl))
+
+
+def bound(provider: Any) -> float:
+    """How long giving back the machines may take: the provider's `release_timeout`, and some."""
+    return float(getattr(provider, "release_timeout", 0.0) or 0.0) + RELEASE_MARGIN
+
+
+class MachineRelease:
+    """One pool's side of letting machines go; the provider and cluster come with each call, since
+    the pool learns them only as it starts."""
+
+    def __init__(self, pool: str, bus: EventBus, log: Any, spend: Spend) -> None:
+        self.pool, self.bus, self.log, self.spend = pool, bus, log, spend
+
+    async def renew_lease(
+        self, provider: Any, cluster: Any, instances: Callable[[], list[Any]], ttl: float,
+        closing: Callable[[], bool],
+    ) -> None:
+        """Renew the lease on the pool's machines every `lease_interval` until `closing()`; a failed
+        renewal is logged and tried again next time (the lease outlasts two)."""
+        while not closing():
+            try:
+                await provider.renew_lease(cluster, instances(), lease_until(ttl, time.time()))
+            except Exception as exc:  # noqa: BLE001 - the next renewal may succeed
+                self.log.warning("skyward.lease_renewal_failed", pool=self.pool, error=str(exc))
+            await asyncio.sleep(lease_interval(ttl))
+
+    async def release(self, provider: Any, cluster: Any, instances: list[Any]) -> None:
+        """Terminate the machines and tear down what `prepare` made, within `bound`; past it,
+        report the machines whose end was not confirmed, by id."""
+
+        async def give_back() -> None:
+            await self.terminate(provider, cluster, instances)
+            try:
+                await provider.teardown(cluster)
+            except Exception as exc:  # noqa: BLE001 - reported, as below
+                self.report_failure(provider, "could not remove what it created", exc)
+
+        limit = bound(provider)
+        try:
+            await asyncio.wait_for(give_back(), limit)
+        except TimeoutError:
+            ids = [i.id for i in instances]
+            what = (
+                f"did not confirm the end of {', '.join(ids)} within {limit:.0f} s" if ids
+                else f"did not finish removing what it created within {limit:.0f} s"
+            )
+            self.log.error("skyward.release_unconfirmed", pool=self.pool, instances=ids, seconds=limit)
+            self.report_failure(provider, what, TimeoutError("the provider's release is still under way"))
+
+    async def terminate(self, provider: Any, cluster: Any, instances: list[Any]) -> None:
+        """Terminate machines the pool lets go; a failure is reported, never swallowed."""
+        instances = [i for i in instances if i is not None]
+        if not instances or provider is None:
+            return
+        try:
+            await provider.terminate(cluster, instances)
+        except Exception as exc:  # noqa: BLE001 - reported; the pool goes on
+            self.report_failure(provider, f"could not terminate {', '.join(i.id for i in instances)}", exc)
+        else:
+            for instance in instances:
+                self.bus.emit(InstanceDestroyed(node=instance.node, instance_id=instance.id, pool=self.pool))
+        finally:
+            self.spend.stopped(instances)
+
+    def report_failure(self, provider: Any, what: str, exc: BaseException) -> None:
+        """Say loudly that something of this pool may still exist (and cost money), and what."""
+        message = (
+            f"{self.pool}: {provider.name} {what} ({type(exc).__name__}: {exc}); check the provider's "
+            "console and delete anything tagged with this pool's id"
+        )
+        self.log.error("skyward.cleanup_failed", pool=self.pool, provider=provider.name, error=str(exc))
+        self.bus.emit(Error(message=message, fatal=False, pool=self.pool))
