@@ -10,8 +10,10 @@ A created pod boots for real: the fake reads `SKYWARD_SSH_HOST_KEY` (the base64 
 and `PUBLIC_KEY` from the pod's env, as the container's start command would, and starts an sshd
 (`ssh_hosts.start_machine`) on a fresh loopback address (127.0.1.x) and free port, reported as
 `publicIp` and `portMappings["22"]`. A pod without those keys, or without port 22/tcp, "exits".
-Deleting a pod stops its sshd. Knobs: `no_capacity` ({"interruptible"}, {"on-demand"}) answers
-RunPod's "no instances available"; `impostor_key` boots pods with another host key.
+The start command's guardian line (`skyward.guardian.boot`) runs too, as the container would run
+it, with the pod's env and the login's home. Deleting a pod stops its sshd. Knobs: `no_capacity`
+({"interruptible"}, {"on-demand"}) answers RunPod's "no instances available"; `impostor_key`
+boots pods with another host key; `sshd_down` boots pods whose sshd never answers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import os
 import re
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,9 @@ from typing import Any
 import attrs
 from aiohttp import web
 from ssh_hosts import SSHServer, free_port, start_machine
+
+#: How the start command's line that starts the node's guardian at boot begins (`BootGuardian.command`).
+GUARDIAN_LINE = "if command -v python3"
 
 #: RunPod's GPU types as GraphQL `gpuTypes` lists them (prices per GPU per hour).
 GPU_TYPES: list[dict[str, Any]] = [
@@ -124,6 +131,10 @@ class FakeRunPod:
     booted: list[SSHServer] = attrs.field(factory=list)
     no_capacity: set[str] = attrs.field(factory=set)
     impostor_key: str | None = None
+    #: Pods whose sshd never comes up: their clients never log in (the container still starts).
+    sshd_down: bool = False
+    #: The guardians the pods' start commands started at boot ("started <pid>" lines), by pod.
+    boot_guardians: dict[str, str] = attrs.field(factory=dict)
     _loop: asyncio.AbstractEventLoop | None = None
     _thread: threading.Thread | None = None
     _runner: web.AppRunner | None = None
@@ -237,6 +248,18 @@ class FakeRunPod:
 
     # -- pods ----------------------------------------------------------------------------------------
 
+    def _start_guardian(self, pod_id: str, server: SSHServer, env: dict[str, str], start: list[str]) -> None:
+        """Run the start command's guardian line (`skyward.guardian.boot`) as the container would,
+        with the pod's environment (`RUNPOD_POD_ID`, `$SKYWARD_GUARDIAN`) and its login's home."""
+        line = next((ln for ln in "\n".join(start).splitlines() if ln.startswith(GUARDIAN_LINE)), None)
+        if line is None:
+            return
+        result = subprocess.run(
+            ["bash", "-c", line], capture_output=True, text=True, timeout=30, check=False,
+            env={**env, "HOME": str(server.home), "RUNPOD_POD_ID": pod_id, "PATH": os.environ["PATH"]},
+        )
+        self.boot_guardians[pod_id] = result.stdout.strip() + result.stderr.strip()
+
     def _boot(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create the pod and run its "container": an sshd with the keys from its env."""
         pod_id = f"pod{next(_ids):04d}fake"
@@ -265,7 +288,9 @@ class FakeRunPod:
             return pod
         host_key = self.impostor_key or base64.b64decode(host_key_b64).decode()
         address = f"127.0.1.{next(_addresses)}"
-        server = start_machine(self.folder / pod_id, address, free_port(address), host_key, login_key)
+        server = start_machine(
+            self.folder / pod_id, address, free_port(address), host_key, login_key, start=not self.sshd_down
+        )
         # The start command keeps the pod's own key in the login's home (`pods.IDENTITY_FILE`); the
         # fake's pods use the account's key, the only one it knows.
         identity = server.home / ".skyward-runpod.env"
@@ -273,6 +298,7 @@ class FakeRunPod:
         identity.chmod(0o600)
         self.machines[pod_id] = server
         self.booted.append(server)
+        self._start_guardian(pod_id, server, env, body.get("dockerStartCmd", []))
         if "22/tcp" in pod["ports"]:
             pod["publicIp"], pod["portMappings"] = address, {"22": server.port}
         return pod

@@ -53,7 +53,7 @@ def test_a_pod_request_carries_keys_ssh_port_pool_name_and_the_start_command(run
     assert body["dataCenterIds"] == ["EU-RO-1"]
     assert body["ports"] == ["22/tcp"]
     assert body["dockerEntrypoint"] == ["bash", "-c"] and "sshd" in body["dockerStartCmd"][0]
-    assert set(body["env"]) == {"SKYWARD_SSH_HOST_KEY", "PUBLIC_KEY", "SKYWARD_POOL"}
+    assert set(body["env"]) == {"SKYWARD_SSH_HOST_KEY", "PUBLIC_KEY", "SKYWARD_POOL", "SKYWARD_GUARDIAN"}
 
 
 def test_a_pod_whose_creation_answer_was_lost_is_found_by_name_and_deleted_at_teardown(

@@ -153,8 +153,15 @@ class SSHHosts:
         return [s.target for s in self.servers]
 
     def stop(self) -> None:
+        """Stop every sshd, then end whatever a login left on these hosts: a pool that lost a host
+        leaves its guardian there waiting out `Spec.ttl`, as on a real machine, which a test's
+        hosts must not outlive."""
         for server in self.servers:
             server.stop()
+        for server in self.servers:
+            for pid in processes_of(server.home):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 #: Network settings of this machine that its loopback "hosts" share (a TLS-intercepting proxy's CA,

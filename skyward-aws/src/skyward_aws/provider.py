@@ -257,10 +257,12 @@ class AWSProvider(CloudProvider):
 
         return await self.retry_capacity(attempt, what=f"aws node {node} ({plan.instance_type.name})")
 
-    def user_data(self) -> str:
-        """cloud-init: our host key and the login key; and sshd on `ssh_port` when it is not 22."""
+    def user_data(self, cluster: Cluster | None = None, node: int = 0) -> str:
+        """cloud-init: our host key and the login key, the node's guardian started at boot as the
+        login user (with `cluster`); and sshd on `ssh_port` when it is not 22."""
         assert self.access is not None
-        data = self.access.cloud_config()
+        guardian = self.boot_guardian(cluster, node, self.shutdown_command) if cluster is not None else None
+        data = self.access.cloud_config(guardian, user=self.config.username)
         if self.config.ssh_port != 22:
             port = self.config.ssh_port
             data += (
@@ -278,7 +280,7 @@ class AWSProvider(CloudProvider):
         extra = {"Name": f"skyward-{cluster.id}-node-{node}", resources.NODE_TAG: str(node)}
         args: dict[str, Any] = {
             "ImageId": plan.image.id, "InstanceType": plan.instance_type.name, "MinCount": 1, "MaxCount": 1,
-            "KeyName": plan.key_name, "UserData": self.user_data(),
+            "KeyName": plan.key_name, "UserData": self.user_data(cluster, node),
             "InstanceInitiatedShutdownBehavior": "terminate",
             # IMDSv2 only: metadata (and the instance role's keys) needs a session token.
             "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from skyward.providers.cloud import HOST_KEY_VARIABLE
 
 if TYPE_CHECKING:
+    from skyward.guardian.boot import BootGuardian
     from skyward.providers.cloud import MachineAccess
     from skyward.spec import Spec
     from skyward_runpod.config import RunPod
@@ -47,9 +48,11 @@ def start_command(
     *,
     ssh_dir: str = "/etc/ssh",
     home: str = "/root",
+    guardian: BootGuardian | None = None,
 ) -> str:
     """The shell the pod's container runs (as root): keys, the pod's own API key kept for
-    `end_command`, then sshd, then stay up.
+    `end_command`, the node's guardian (with `guardian`: from boot, so that a pod whose client
+    died before logging in still deletes itself), then sshd, then stay up.
 
     `set -e` stops the container if the keys cannot be installed: a pod that cannot prove its
     identity must never answer. sshd is started with `-h` on our key, so whatever the image's
@@ -64,6 +67,7 @@ def start_command(
         'export PATH="$PATH:/usr/sbin:/usr/local/sbin"',
         access.container_script(ssh_dir=ssh_dir, home=home),
         f"(umask 077; printf 'RUNPOD_API_KEY=%s\\n' \"${{RUNPOD_API_KEY:-}}\" > {identity})",
+        *([guardian.command(home=f'"${{HOME:-{home}}}"')] if guardian is not None else []),
         "if ! command -v sshd >/dev/null 2>&1; then",
         "  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server",
         "fi",
@@ -81,8 +85,10 @@ def pod_request(
     access: MachineAccess,
     pool_id: str,
     node: int,
+    guardian: BootGuardian | None = None,
 ) -> dict[str, Any]:
-    """The `POST /pods` body for one node (fields as RunPod's "Create a new Pod" documents them)."""
+    """The `POST /pods` body for one node (fields as RunPod's "Create a new Pod" documents them);
+    with `guardian`, the pod starts it at boot (its source in `$SKYWARD_GUARDIAN`)."""
     body: dict[str, Any] = {
         "name": pod_name(pool_id, node),
         "imageName": config.container_image,
@@ -96,8 +102,12 @@ def pod_request(
             POOL_VARIABLE: pool_id,
         },
         "dockerEntrypoint": ["bash", "-c"],
-        "dockerStartCmd": [start_command(access)],
+        "dockerStartCmd": [start_command(access, guardian=guardian)],
     }
+    if guardian is not None:
+        from skyward.guardian.boot import SOURCE_VARIABLE, packed
+
+        body["env"][SOURCE_VARIABLE] = packed()
     data_centers = config.data_center_ids or ((spec.region,) if spec.region else None)
     if data_centers:
         body["dataCenterIds"] = list(data_centers)
@@ -117,16 +127,18 @@ def pod_request(
     return body
 
 
-def end_command(rest_url: str, pod_id: str) -> str:
+def end_command(rest_url: str, pod_id: str | None) -> str:
     """What the node's guardian runs when the pool's lease lapses: the pod deletes itself through
-    RunPod's API, by its own id (given here: `$RUNPOD_POD_ID` is not set in an SSH login) and with
-    its own pod-scoped key, else with runpodctl. Powering the container off would leave a pod."""
+    RunPod's API, by its own id (given here: `$RUNPOD_POD_ID` is not set in an SSH login; None
+    for the guardian started by the container, which has it) and with its own pod-scoped key, else
+    with runpodctl. Powering the container off would leave a pod."""
     q = shlex.quote
-    url = q(f"{rest_url.rstrip('/')}/pods/{pod_id}")
+    pod = q(pod_id) if pod_id is not None else '"$RUNPOD_POD_ID"'
+    url = q(f"{rest_url.rstrip('/')}/pods/") + pod
     return (
         f'[ -f "$HOME/{IDENTITY_FILE}" ] && . "$HOME/{IDENTITY_FILE}"; '
         f'curl -fsS -X DELETE -H "Authorization: Bearer $RUNPOD_API_KEY" {url} || '
-        f"runpodctl remove pod {q(pod_id)}"
+        f"runpodctl remove pod {pod}"
     )
 
 

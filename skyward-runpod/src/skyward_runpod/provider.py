@@ -98,6 +98,7 @@ class RunPodProvider(CloudProvider):
             request = pod_request(
                 config=self.config, spec=cluster.spec, offer=offer, access=self.access,
                 pool_id=cluster.id, node=node,
+                guardian=self.boot_guardian(cluster, node, end_command(self.config.rest_url, None)),
             )
             try:
                 pod = await self.api.create_pod(request)

@@ -15,6 +15,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from skyward.guardian.boot import BootGuardian
     from skyward.providers.cloud import MachineAccess
 
 #: Where the onstart script keeps the instance's own id and API key (mode 600, in the login's home
@@ -33,8 +34,10 @@ def onstart_script(
     home: str = "/root",
     identity_file: str | None = None,
     sshd_pid_file: str = SSHD_PID_FILE,
+    guardian: BootGuardian | None = None,
 ) -> str:
-    """The instance's onstart: our host key and login key in place, identity saved, sshd reloaded.
+    """The instance's onstart: our host key and login key in place, the node's guardian started
+    (with `guardian`, its source in `$SKYWARD_GUARDIAN`), identity saved, sshd reloaded.
 
     The paths are parameters only so tests can run the very same script in a sandbox.
     """
@@ -45,7 +48,8 @@ def onstart_script(
         f'"$CONTAINER_ID" "$CONTAINER_API_KEY" > {q(identity)})'
     )
     reload_sshd = f'if [ -s {q(sshd_pid_file)} ]; then kill -HUP "$(cat {q(sshd_pid_file)})" || true; fi'
-    script = "; ".join([access.container_script(ssh_dir=ssh_dir, home=home), save_identity, reload_sshd])
+    keys = access.container_script(ssh_dir=ssh_dir, home=home, guardian=guardian)
+    script = "; ".join([keys, save_identity, reload_sshd])
     if len(script) > ONSTART_LIMIT:
         raise ValueError(f"the onstart script is {len(script)} characters; Vast accepts {ONSTART_LIMIT}")
     return script

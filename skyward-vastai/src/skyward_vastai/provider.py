@@ -22,6 +22,7 @@ import attrs
 import structlog
 
 from skyward.errors import CapacityError, ProvisionError
+from skyward.guardian.boot import SOURCE_VARIABLE, packed
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import HOST_KEY_VARIABLE, CloudProvider
 from skyward.providers.ssh import head_port
@@ -138,8 +139,10 @@ class VastAIProvider(CloudProvider):
         fields: dict[str, object] = {
             "image": self.config.docker_image,
             "disk": float(self._query.disk_gb if self._query else self.config.disk_gb),
-            "env": {HOST_KEY_VARIABLE: self.access.host_key_b64},
-            "onstart_cmd": onstart_script(self.access),
+            "env": {HOST_KEY_VARIABLE: self.access.host_key_b64, SOURCE_VARIABLE: packed()},
+            "onstart_cmd": onstart_script(
+                self.access, guardian=self.boot_guardian(cluster, node, self.shutdown_command)
+            ),
             "label": f"{self.label_prefix(cluster)}{node}",
             "ssh": True,
             "direct": True,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import base64
+import json
 import shlex
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -43,6 +44,7 @@ from skyward.providers.remote import RemoteNodes
 from skyward.retry import backoff, retry
 
 if TYPE_CHECKING:
+    from skyward.guardian.boot import BootGuardian
     from skyward.spec import Spec
     from skyward.transport.ssh import SSHChannel
 
@@ -90,11 +92,13 @@ class MachineAccess:
         """The private host key in one line, for an environment variable."""
         return base64.b64encode(self.host_key.encode()).decode()
 
-    def cloud_config(self) -> str:
+    def cloud_config(self, guardian: BootGuardian | None = None, user: str | None = None) -> str:
         """cloud-init user data that installs the host key and authorises the login key.
 
         `ssh_keys` replaces the image's generated host keys with ours (`ssh_deletekeys`), so the
-        machine can only answer with the key the pool pins.
+        machine can only answer with the key the pool pins. With `guardian`, `runcmd` also starts
+        the node's guardian at boot (`skyward.guardian.boot`), as `user` (the login the pool
+        will use, so that its first login finds and adopts it; None: root), its source inlined.
         """
         indented = "\n".join(f"    {line}" for line in self.host_key.strip().splitlines())
         lines = [
@@ -108,14 +112,23 @@ class MachineAccess:
             "ssh_authorized_keys:",
             f"  - {self.login_key}",
         ]
+        if guardian is not None:
+            line = guardian.command(home='"${HOME:-/root}"', inline=True)
+            argv = ["su", "-", user, "-c", line] if user else ["sh", "-c", line]
+            lines += ["runcmd:", f"  - {json.dumps(argv)}"]
         return "\n".join(lines) + "\n"
 
-    def container_script(self, ssh_dir: str = "/etc/ssh", home: str = "/root") -> str:
+    def container_script(
+        self, ssh_dir: str = "/etc/ssh", home: str = "/root", guardian: BootGuardian | None = None
+    ) -> str:
         """Shell lines a container runs as root before its sshd starts: install the host key
-        (from `$SKYWARD_SSH_HOST_KEY`) as the only one, and authorise the login key for root."""
+        (from `$SKYWARD_SSH_HOST_KEY`) as the only one, and authorise the login key for root.
+        With `guardian`, then start the node's guardian (`skyward.guardian.boot`; its source from
+        `$SKYWARD_GUARDIAN`, which the provider sets in the container's environment)."""
         q = shlex.quote
         key = f"{ssh_dir}/ssh_host_ed25519_key"
         dot_ssh = f"{home}/.ssh"
+        boot = [guardian.command(home=f'"${{HOME:-{home}}}"')] if guardian is not None else []
         return "; ".join([
             f"mkdir -p {q(ssh_dir)} {q(dot_ssh)}",
             f"rm -f {q(ssh_dir)}/ssh_host_*_key {q(ssh_dir)}/ssh_host_*_key.pub",
@@ -125,6 +138,7 @@ class MachineAccess:
             f"printf '%s\\n' {q(self.login_key)} >> {q(dot_ssh)}/authorized_keys",
             f"chmod 700 {q(dot_ssh)}",
             f"chmod 600 {q(dot_ssh)}/authorized_keys",
+            *boot,
         ])
 
 
@@ -221,6 +235,20 @@ class CloudProvider(Provider):
         them). The safety net for a machine whose creation was under way when a start failed or was
         interrupted, so its id never came back: write it for every cloud that can list by tag."""
         return []
+
+    def boot_guardian(self, cluster: Cluster, node: int, end_command: str | None) -> BootGuardian:
+        """The guardian `node`'s machine starts at boot (`skyward.guardian.boot`): the pool's ttl,
+        an initial lease of bootstrap timeout + ttl, and `end_command` (run from the boot's
+        environment, so it may read the container's variables)."""
+        from skyward.guardian import initial_lease
+        from skyward.guardian.boot import BootGuardian
+
+        spec = cluster.spec
+        ttl = float(getattr(spec, "ttl", 600))
+        timeout = self.options.bootstrap_timeout
+        if timeout is None:
+            timeout = getattr(getattr(spec, "image", None), "bootstrap_timeout", 300)
+        return BootGuardian(cluster.id, node, ttl, initial_lease(float(timeout), ttl), end_command)
 
     # -- the Provider contract ---------------------------------------------------------------------
 
