@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import attrs
 
 from skyward.providers.credentials import CredentialStatus, locate_secret
-from skyward.providers.sweep import Ended, Machine, SweepReport, parse_time
+from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, parse_time
 from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
 from skyward_runpod.pods import NAME_PREFIX, POOL_VARIABLE
 
@@ -95,20 +95,11 @@ class RunPodSweeper:
         self, machines: Sequence[Machine], pools: Collection[str] = (), region: str | None = None
     ) -> SweepReport:
         async def work(api: Any) -> list[Ended]:
-            items = []
-            for machine in machines:
-                try:
-                    pod = await api.get_pod(machine.id)
-                    found = pool_of(pod) if pod is not None else None
-                    if found is None or found[0] != machine.pool:
-                        items.append(Ended(self.name, machine.pool, "machine", machine.id,
-                                           "not found with a Skyward name for this pool; left alone"))
-                        continue
-                    await api.delete_pod(machine.id)
-                except Exception as exc:  # noqa: BLE001 - reported beside the others
-                    items.append(Ended(self.name, machine.pool, "machine", machine.id, str(exc)))
-                    continue
-                items.append(Ended(self.name, machine.pool, "machine", machine.id))
-            return items
+            async def still_ours(machine: Machine) -> bool:
+                pod = await api.get_pod(machine.id)
+                found = pool_of(pod) if pod is not None else None
+                return found is not None and found[0] == machine.pool
+
+            return await end_each(self.name, machines, still_ours, lambda m: api.delete_pod(m.id), "name")
 
         return SweepReport(tuple(self._run(work))) if machines else SweepReport()

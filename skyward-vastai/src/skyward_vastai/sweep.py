@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import attrs
 
 from skyward.providers.credentials import CredentialStatus
-from skyward.providers.sweep import Ended, Machine, SweepReport, parse_time
+from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, parse_time
 
 URL_VARIABLE = "VAST_SERVER_URL"
 _LABEL = re.compile(r"^skyward-(?P<pool>.+)-node-(?P<node>\d+)$")
@@ -75,20 +75,12 @@ class VastSweeper:
         self, machines: Sequence[Machine], pools: Collection[str] = (), region: str | None = None
     ) -> SweepReport:
         async def work(api: Any) -> list[Ended]:
-            items = []
-            for machine in machines:
-                try:
-                    row = await api.show(int(machine.id))
-                    found = pool_of(row)
-                    if found is None or found[0] != machine.pool:
-                        items.append(Ended(self.name, machine.pool, "machine", machine.id,
-                                           "not found with a Skyward label for this pool; left alone"))
-                        continue
-                    await api.destroy(int(machine.id))
-                except Exception as exc:  # noqa: BLE001 - reported beside the others
-                    items.append(Ended(self.name, machine.pool, "machine", machine.id, str(exc)))
-                    continue
-                items.append(Ended(self.name, machine.pool, "machine", machine.id))
-            return items
+            async def still_ours(machine: Machine) -> bool:
+                found = pool_of(await api.show(int(machine.id)))
+                return found is not None and found[0] == machine.pool
+
+            return await end_each(
+                self.name, machines, still_ours, lambda m: api.destroy(int(m.id)), "label"
+            )
 
         return SweepReport(tuple(self._run(work))) if machines else SweepReport()

@@ -12,7 +12,7 @@ These records are what both sides exchange; they import nothing of a provider.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -143,3 +143,28 @@ def parse_time(text: object) -> datetime.datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
+
+
+async def end_each(
+    provider: str,
+    machines: Sequence[Machine],
+    still_ours: Callable[[Machine], Awaitable[bool]],
+    end: Callable[[Machine], Awaitable[object]],
+    mark: str,
+) -> list[Ended]:
+    """End each machine that `still_ours` reads back with this pool's `mark` (a name, a label) just
+    before, so a machine whose id was reused or relabelled since `machines()` is left alone; one
+    result each, failures included, never raised."""
+    items: list[Ended] = []
+    for machine in machines:
+        try:
+            if not await still_ours(machine):
+                items.append(Ended(provider, machine.pool, "machine", machine.id,
+                                   f"not found with a Skyward {mark} for this pool; left alone"))
+                continue
+            await end(machine)
+        except Exception as exc:  # noqa: BLE001 - reported beside the others
+            items.append(Ended(provider, machine.pool, "machine", machine.id, str(exc)))
+            continue
+        items.append(Ended(provider, machine.pool, "machine", machine.id))
+    return items
