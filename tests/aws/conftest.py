@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import http.server
-import logging
 import sys
 import threading
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
 
 from aws_cloud import FaultProxy, Machines, Network, proxy_handler  # noqa: E402
+from moto_support import moto_server
 from ssh_hosts import free_port, workers_of  # noqa: E402
 
 #: Fake credentials; the secret is looked for in logs and events (it must never be there).
@@ -61,16 +61,8 @@ def aws_credentials(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
 
 @pytest.fixture(scope="session")
 def moto_url(aws_credentials: dict[str, str]) -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with moto_server() as url:
+        yield url
 
 
 # -- the fault-injecting proxy ---------------------------------------------------------------------

@@ -9,7 +9,6 @@ as a subprocess pointed at moto by the standard `AWS_ENDPOINT_URL`, as a user wo
 from __future__ import annotations
 
 import json
-import logging
 import os
 import pty
 import subprocess
@@ -21,6 +20,7 @@ from typing import Any
 import boto3
 import pytest
 from cli_support import Sky
+from moto_support import moto_server
 
 LAPSED = "2026-01-01T00:00:00Z"
 LATER = "2099-01-01T00:00:00Z"
@@ -32,16 +32,8 @@ CREDENTIALS = {
 
 @pytest.fixture(scope="module")
 def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with moto_server() as url:
+        yield url
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from cli_support import Sky, no_traceback, write
+from moto_support import moto_server
 
 
 def by_type(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -90,15 +91,8 @@ def test_the_table_shows_credential_state_per_provider(sky: Sky) -> None:
 
 @pytest.fixture(scope="module")
 def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with moto_server() as url:
+        yield url
 
 
 AWS_KEYS = {"AWS_ACCESS_KEY_ID": "AKIATESTINGSKYWARD01", "AWS_SECRET_ACCESS_KEY": "secret",
