@@ -40,7 +40,9 @@ __all__ = [
     "env_secrets",
     "is_secret_name",
     "mask_exception",
+    "mask_ordered",
     "mask_secrets",
+    "masking_order",
     "register_secret",
     "registered_secrets",
     "strip_url_password",
@@ -152,7 +154,18 @@ def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
     ignored: masking "" would mangle every line. Only `secrets` are masked, not the registry: see
     `mask` for that.
     """
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+    return mask_ordered(text, masking_order(secrets))
+
+
+def masking_order(secrets: Iterable[str]) -> list[str]:
+    """`secrets` as `mask_ordered` takes them: distinct, non-empty, longest first (sort once,
+    mask many strings)."""
+    return sorted({s for s in secrets if s}, key=len, reverse=True)
+
+
+def mask_ordered(text: str, ordered: list[str]) -> str:
+    """`mask_secrets` with the secrets already in `masking_order`."""
+    for secret in ordered:
         if secret in text:
             text = text.replace(secret, MASK)
     if "://" in text and "@" in text:

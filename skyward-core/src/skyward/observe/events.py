@@ -18,6 +18,7 @@ is the *exception* raised to the caller; having both under one name on `sky` wou
 
 from __future__ import annotations
 
+import functools
 import threading
 import time as _time
 from collections.abc import Callable, Iterable
@@ -27,7 +28,7 @@ import attrs
 import structlog
 
 from skyward.secrets import MASK as MASK
-from skyward.secrets import mask_secrets, registered_secrets
+from skyward.secrets import mask_ordered, mask_secrets, masking_order, registered_secrets
 from skyward.task.instance import (
     InstanceInfo,  # at runtime, so typing.get_type_hints and cattrs resolve events
 )
@@ -360,15 +361,22 @@ def redact(event: E, secrets: Iterable[str]) -> E:
     bootstrap command or a remote print must be masked before the event is emitted. URL passwords
     (`https://user:password@host`) are masked too, even when `secrets` is empty.
     """
-    secrets = [s for s in secrets if s]
+    ordered = masking_order(secrets)
     changes: dict[str, str] = {}
-    for field in attrs.fields(type(event)):
-        value = getattr(event, field.name)
-        if isinstance(value, str):
-            masked = mask_secrets(value, secrets)
+    for name in _field_names(type(event)):
+        value = getattr(event, name)
+        # Without secrets only a URL can hold one: a task's events (name, pool) skip the masking.
+        if isinstance(value, str) and (ordered or ("://" in value and "@" in value)):
+            masked = mask_ordered(value, ordered)
             if masked != value:
-                changes[field.name] = masked
+                changes[name] = masked
     return attrs.evolve(event, **changes) if changes else event
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    """An event class's field names, read once: `redact` runs for every event emitted."""
+    return tuple(field.name for field in attrs.fields(kind))
 
 
 # --- the bus ------------------------------------------------------------------------------------
