@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import http.client
 import http.server
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -122,7 +124,14 @@ def machine_keys(ec2: Any, instance_id: str) -> tuple[str, str]:
 
 @attrs.define
 class Machines:
-    """The sshd's standing in for the subnet's instances, by instance id."""
+    """The sshd's standing in for the subnet's instances, by instance id.
+
+    Each machine boots as an EC2 instance would: cloud-init's `runcmd` from the instance's user
+    data runs (as the login user, in the machine's home: the pool's boot guardian), then its sshd
+    starts (unless `sshd_down`: a machine that never answers SSH). Its PATH leads to the machine's
+    own `sudo` and `shutdown`: `sudo shutdown -h now` powers the machine off, and EC2 then does
+    what the instance's `InstanceInitiatedShutdownBehavior` says (terminate or stop), as here.
+    """
 
     ec2: Any
     subnet_id: str
@@ -133,23 +142,63 @@ class Machines:
     host_keys: dict[str, str] = attrs.field(factory=dict)
     #: Answer with this private host key instead of the user data's (an impostor).
     impostor_key: str | None = None
+    #: Boot machines whose sshd never answers (the pool never logs in).
+    sshd_down: bool = False
+    #: What starting each machine's boot guardian answered (cloud-init's `runcmd`), by instance id.
+    boot_guardians: dict[str, str] = attrs.field(factory=dict)
+    #: The machines that powered themselves off (`shutdown`), in order.
+    powered_off: list[str] = attrs.field(factory=list)
     errors: list[str] = attrs.field(factory=list)
     _stop: threading.Event = attrs.field(factory=threading.Event)
+    #: Held by a sync and by `stop`: the two never change the servers at once.
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
 
     def sync(self) -> None:
+        with self._lock:
+            if not self._stop.is_set():
+                self._sync()
+
+    def _sync(self) -> None:
         filters = [{"Name": "subnet-id", "Values": [self.subnet_id]}]
         for reservation in self.ec2.describe_instances(Filters=filters)["Reservations"]:
             for row in reservation["Instances"]:
                 instance, state = row["InstanceId"], row["State"]["Name"]
                 if state == "running" and instance not in self.servers and instance not in self.homes:
-                    host_key, login_key = machine_keys(self.ec2, instance)
-                    self.host_keys[instance] = host_key
-                    server = start_machine(self.folder / instance, row["PrivateIpAddress"], self.port,
-                                           self.impostor_key or host_key, login_key)
-                    self.servers[instance] = server
-                    self.homes[instance] = server.home
-                elif state in ("shutting-down", "terminated") and instance in self.servers:
+                    self._boot(instance, row["PrivateIpAddress"])
+                elif state == "running" and instance in self.servers:
+                    self._obey_shutdown(instance)
+                elif state in ("shutting-down", "terminated", "stopping", "stopped") and instance in self.servers:
                     self.servers.pop(instance).stop()
+
+    def _boot(self, instance: str, address: str) -> None:
+        host_key, login_key = machine_keys(self.ec2, instance)
+        self.host_keys[instance] = host_key
+        folder = self.folder / instance
+        path = f"{machine_bin(folder)}:{os.environ['PATH']}"
+        server = start_machine(folder, address, self.port, self.impostor_key or host_key, login_key,
+                               start=False, env={"PATH": path})
+        self.servers[instance] = server
+        self.homes[instance] = server.home
+        for line in runcmd_lines(self.ec2, instance):
+            result = subprocess.run(
+                ["sh", "-c", line], capture_output=True, text=True, timeout=30, check=False,
+                env={**os.environ, "HOME": str(server.home), "PATH": path},
+            )
+            self.boot_guardians[instance] = result.stdout.strip() + result.stderr.strip()
+        if not self.sshd_down:
+            server.boot()
+
+    def _obey_shutdown(self, instance: str) -> None:
+        if instance in self.powered_off or not (self.folder / instance / POWERED_OFF).exists():
+            return
+        self.powered_off.append(instance)
+        attribute = self.ec2.describe_instance_attribute(
+            InstanceId=instance, Attribute="instanceInitiatedShutdownBehavior"
+        )["InstanceInitiatedShutdownBehavior"]["Value"]
+        if attribute == "terminate":
+            self.ec2.terminate_instances(InstanceIds=[instance])
+        else:
+            self.ec2.stop_instances(InstanceIds=[instance])
 
     def watch(self) -> None:
         while not self._stop.wait(0.1):
@@ -160,9 +209,39 @@ class Machines:
 
     def stop(self) -> None:
         self._stop.set()
-        for server in self.servers.values():
-            server.stop()
-        self.servers.clear()
+        with self._lock:
+            for server in self.servers.values():
+                server.stop()
+            self.servers.clear()
+
+
+#: The file a machine's `shutdown` leaves in its folder: the hypervisor sees the machine power off.
+POWERED_OFF = "powered-off"
+
+
+def machine_bin(folder: Path) -> Path:
+    """The machine's own `sudo` (its login user may use it without a password, as on EC2's
+    images) and `shutdown` (which powers the machine off: it leaves `POWERED_OFF`)."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "sudo").write_text('#!/bin/sh\nexec "$@"\n')
+    (bin_dir / "shutdown").write_text(f'#!/bin/sh\necho "$@" > {folder / POWERED_OFF}\n')
+    for tool in ("sudo", "shutdown"):
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir
+
+
+def runcmd_lines(ec2: Any, instance_id: str) -> list[str]:
+    """The shell lines of the user data's `runcmd`, as cloud-init would run them: an entry
+    `["su", "-", user, "-c", line]` runs `line` as the login user (here: this user, with the
+    machine's home)."""
+    value = ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")["UserData"]["Value"]
+    config = yaml.safe_load(base64.b64decode(value))
+    lines = []
+    for entry in config.get("runcmd") or []:
+        argv = entry if isinstance(entry, list) else ["sh", "-c", entry]
+        lines.append(argv[-1])
+    return lines
 
 
 

@@ -55,6 +55,8 @@ class SSHServer:
     #: A cloud machine (`start_machine`): stopping it ends every process its logins started, as
     #: deleting the machine does (its node guardian included).
     machine: bool = False
+    #: More of the logins' environment (a machine's own PATH, say), over this machine's settings.
+    env: dict[str, str] = attrs.field(factory=dict)
 
     @property
     def target(self) -> str:
@@ -107,7 +109,7 @@ class SSHServer:
 
     def boot(self) -> None:
         """Start a machine's sshd (`start_machine`), with the keys in its folder."""
-        self.start(_sshd(), self.folder / "authorized_keys", _host_env())
+        self.start(_sshd(), self.folder / "authorized_keys", {**_host_env(), **self.env})
 
     def log(self) -> str:
         with contextlib.suppress(OSError):
@@ -121,12 +123,12 @@ class SSHServer:
         return [pid for pid in all_pids() if parent_pid(pid) == self.process.pid]
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        if self.machine:
+        if self.machine:  # its sshd may never have started, but what it booted did
             for pid in processes_of(self.home):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+        if self.process is None:
+            return
         sessions = self.session_pids()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
@@ -245,14 +247,16 @@ def start_hosts(folder: Path, count: int) -> SSHHosts:
 
 
 def start_machine(
-    folder: Path, address: str, port: int, host_key: str, login_key: str, *, start: bool = True
+    folder: Path, address: str, port: int, host_key: str, login_key: str, *, start: bool = True,
+    env: dict[str, str] | None = None,
 ) -> SSHServer:
     """A cloud machine's sshd, as a cloud's fake API starts one for each instance it creates.
 
     It answers with `host_key` (the private key the provider handed the machine, as cloud-init
     or a container's start command would install it) and lets in `login_key` (the pool's key);
     it runs as this user, in its own home folder under `folder`. `start=False` prepares it
-    without starting it: `server.boot()` starts it later, as a machine that boots slowly.
+    without starting it: `server.boot()` starts it later, as a machine that boots slowly. `env`
+    adds to its logins' environment (SetEnv: a PATH given here replaces the default one).
     """
     folder.mkdir(parents=True, exist_ok=True)
     home = _make_home(folder)
@@ -260,7 +264,7 @@ def start_machine(
     write_key(folder / "host_key", key)
     authorized = folder / "authorized_keys"
     authorized.write_text(login_key.strip() + "\n")
-    server = SSHServer(address, port, getpass.getuser(), home, folder, key, machine=True)
+    server = SSHServer(address, port, getpass.getuser(), home, folder, key, machine=True, env=dict(env or {}))
     if start:
         server.boot()
     return server
