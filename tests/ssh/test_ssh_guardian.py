@@ -135,3 +135,32 @@ def test_a_task_holding_the_gil_for_three_ttls_on_a_connected_pool_completes(ssh
         assert backtrack() >> compute >= 3  # the same worker, still there
         assert "lapsed" not in guardian_log(ssh_hosts.servers[0].home)
     assert lost == []
+
+
+def secret_holders(home: Path, secret: bytes) -> list[Path]:
+    """Files under `home` whose bytes contain `secret` (the uv cache, shared by every host, aside)."""
+    return [
+        path for path in home.rglob("*")
+        if path.is_file() and not path.is_symlink() and ".cache" not in path.parts and secret in path.read_bytes()
+    ]
+
+
+def test_a_clean_exit_leaves_no_secret_on_the_ssh_host(ssh_hosts: SSHHosts) -> None:
+    from ssh_hosts import ssh_pool
+
+    import skyward as sky
+
+    secret = "hf_clean_exit_secret_0123456789"
+    server = ssh_hosts.servers[0]
+    image = sky.Image(env={"HF_TOKEN": secret, "DB_URL": f"postgres://me:{secret}x@db/x"})
+
+    @sky.function
+    def read_token() -> str:
+        import os
+
+        return os.environ["HF_TOKEN"]
+
+    with ssh_pool(ssh_hosts, servers=[0], image=image) as pool:
+        assert read_token() >> pool == secret
+        assert secret_holders(server.home, secret.encode()), "the node never held the secret"
+    assert secret_holders(server.home, secret.encode()) == []

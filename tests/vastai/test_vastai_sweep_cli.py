@@ -8,6 +8,7 @@ pointed at the fake with `$VAST_SERVER_URL`.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,22 @@ def test_down_all_destroys_every_skyward_instance_but_never_another(
     assert done.returncode == 0, done.stderr
     assert sorted(vast.destroyed) == ours
     assert live(vast) == sorted(theirs)
+
+
+def test_down_expired_destroys_the_instances_whose_label_lease_lapsed_only(
+    sky: Sky, vast: FakeVast, theirs: list[int]
+) -> None:
+    now = int(time.time())
+    lapsed = vast.add_instance(1, label=f"skyward-gone1-node-0@{now - 60}").id
+    leased = vast.add_instance(2, label=f"skyward-alive2-node-0@{now + 3600}").id
+    unleased = vast.add_instance(3, label="skyward-old3-node-0").id
+    listed = {int(m["id"]): m for m in sky.json("ls", "--provider", "vastai")["machines"]}
+    assert (listed[lapsed]["expired"], listed[leased]["expired"], listed[unleased]["expired"]) == (
+        True, False, False
+    )
+    assert listed[lapsed]["pool"] == "gone1" and listed[lapsed]["node"] == 0
+
+    done = sky("down", "--expired", "--yes", "--provider", "vastai")
+    assert done.returncode == 0, done.stderr
+    assert vast.destroyed == [lapsed]
+    assert live(vast) == sorted([leased, unleased, *theirs])

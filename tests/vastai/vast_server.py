@@ -12,7 +12,8 @@ direct address Vast reports (`public_ipaddr`, `ports["22/tcp"]`). Destroying it 
 Knobs for the tests: `taken` (offer ids answered as rented by someone else), `foreign_host_key`
 (machines answer with a key of their own, as a tampered host would), `lost_replies` (offer ids
 whose rent succeeds but is answered with a server error, so the caller never learns the instance
-id: the orphan `leftovers` must find).
+id: the orphan `leftovers` must find), `sshd_down` (machines whose sshd never answers; the
+onstart's boot guardian still starts, its answer kept in `boot_guardians`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import re
 import shlex
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -100,6 +103,10 @@ class FakeVast:
         self.taken: set[int] = set()
         self.foreign_host_key = False
         self.lost_replies: set[int] = set()
+        #: Boot machines whose sshd never answers (the pool never logs in).
+        self.sshd_down = False
+        #: What starting each instance's boot guardian answered (the onstart's guardian line), by id.
+        self.boot_guardians: dict[int, str] = {}
         self.instances: dict[int, FakeInstance] = {}
         self.destroyed: list[int] = []
         self.requests: list[tuple[str, str, dict[str, Any], str]] = []
@@ -236,17 +243,42 @@ class FakeVast:
             host_key = asyncssh.generate_private_key("ssh-ed25519").export_private_key().decode()
         login_key = login_key_of(instance.request["onstart"])
         server = start_machine(
-            self.folder / f"instance-{instance.id}", instance.address, instance.port, host_key, login_key
+            self.folder / f"instance-{instance.id}", instance.address, instance.port, host_key, login_key,
+            start=not self.sshd_down,
         )
         # What the onstart script keeps for the guardian's end command (`machine.IDENTITY_FILE`).
         identity = server.home / ".skyward-vast.env"
         identity.write_text(f"CONTAINER_ID={instance.id}\nCONTAINER_API_KEY={instance.container_api_key}\n")
         identity.chmod(0o600)
+        self._start_guardian(instance, server)
         with self._lock:
             if instance.id in self.instances:
                 instance.server, instance.status = server, "running"
                 return
         server.stop()  # destroyed while it booted
+
+    def _start_guardian(self, instance: FakeInstance, server: SSHServer) -> None:
+        """Run the onstart's guardian line (`skyward.guardian.boot`) as the container would, with
+        the instance's environment (`$SKYWARD_GUARDIAN`) and its login's home."""
+        onstart = instance.request.get("onstart") or ""
+        start = onstart.find(GUARDIAN_LINE)
+        if start < 0:
+            return
+        line = onstart[start : onstart.index("; fi", start) + len("; fi")]
+        result = subprocess.run(
+            ["bash", "-c", line], capture_output=True, text=True, timeout=30, check=False,
+            env={**(instance.request.get("env") or {}), "HOME": str(server.home), "PATH": os.environ["PATH"]},
+        )
+        self.boot_guardians[instance.id] = result.stdout.strip() + result.stderr.strip()
+
+    def relabel(self, instance_id: int, label: str) -> tuple[int, dict[str, Any]]:
+        """PUT /api/v0/instances/{id}/ with a `label`: what `vastai label instance` sends."""
+        with self._lock:
+            instance = self.instances.get(instance_id)
+            if instance is None:
+                return 404, {"success": False, "error": "no_such_instance", "msg": "Instance not found."}
+            instance.request = {**instance.request, "label": label}  # the rent request stays as sent
+        return 200, {"success": True}
 
     def destroy(self, instance_id: int) -> tuple[int, dict[str, Any]]:
         with self._lock:
@@ -303,6 +335,8 @@ class FakeVast:
                     return self._answer(200, {"instances": instance.row() if instance else None})
                 if len(route) == 3 and route[:2] == ("DELETE", "instances"):
                     return self._answer(*vast.destroy(int(route[2])))
+                if len(route) == 3 and route[:2] == ("PUT", "instances") and "label" in body:
+                    return self._answer(*vast.relabel(int(route[2]), str(body["label"])))
                 if len(route) == 3 and route[:2] == ("PUT", "instances") and body.get("state") == "stopped":
                     return self._answer(*vast.stop_instance(int(route[2])))
                 return self._answer(404, {"success": False, "error": "not_found", "msg": path})
@@ -311,6 +345,9 @@ class FakeVast:
 
         return Handler
 
+
+#: How the onstart's part that starts the node's guardian at boot begins (`BootGuardian.command`).
+GUARDIAN_LINE = "if command -v python3"
 
 _AUTHORIZE = re.compile(r"^printf '%s\\n' (.+) >> \S*authorized_keys$")
 

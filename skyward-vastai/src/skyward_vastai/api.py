@@ -10,6 +10,7 @@ never blocks the pool's event loop. The methods used and the endpoints they call
 - `show_instances`  -> GET    /api/v1/instances/        (every page: the SDK follows `next_token`
   with `after_token`, 25 rows at a time, and returns one flat list)
 - `destroy_instance`-> DELETE /api/v0/instances/{id}/
+- `label_instance`  -> PUT    /api/v0/instances/{id}/   (`{"label": ...}`: the pool's lease mark)
 
 None of them prints (the SDK prints only with `explain=`/`curl=`, which stay off). Failures come
 back as `requests` exceptions; `_failure` turns them into `ProvisionError` / `CapacityError` with
@@ -107,6 +108,12 @@ class VastAPI:
         whose create call never answered (so its id was never learnt)."""
         rows = await asyncio.to_thread(self._sync, "list instances", lambda: self.sdk.show_instances())
         return [row for row in rows or [] if isinstance(row, dict)]
+
+    async def label(self, instance_id: int, label: str) -> None:
+        """Give the instance a new label (how a pool renews the lease its label carries)."""
+        await asyncio.to_thread(
+            self._sync, f"label instance {instance_id}", lambda: self.sdk.label_instance(instance_id, label)
+        )
 
     async def destroy(self, instance_id: int) -> None:
         """Destroy the instance; one already gone is fine (destroy must be idempotent)."""

@@ -7,9 +7,10 @@ been tried the market is searched again after a backoff (`CloudProvider.retry_ca
 `refresh` reads instances back and reports those whose sshd answers with the pool's host key;
 `destroy` destroys them. `leftovers` lists the account's instances and picks this pool's by label,
 so teardown also destroys a machine whose create call never answered. SSH, bootstrap and workers
-are `CloudProvider`'s. No expiry lease is renewed (`renew_lease` stays the base's no-op): Vast's
-only label is the pool's identity (`label_prefix`), so a machine whose client is gone is ended by
-the node's guardian alone.
+are `CloudProvider`'s. Vast has no tags, so the label carries the pool's lease too:
+`skyward-<pool>-node-<node>@<epoch seconds>`, written at rent time with the boot guardian's initial
+lease and moved forward by `renew_lease` while the pool runs, so `sky down --expired` can tell an
+abandoned machine from a long job (`sweep.pool_of` reads it back).
 """
 
 from __future__ import annotations
@@ -136,14 +137,13 @@ class VastAIProvider(CloudProvider):
     def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, object]:
         """The create-instance fields: image, disk, our keys (env + onstart), a label with the pool."""
         assert self.access is not None
+        guardian = self.boot_guardian(cluster, node, self.shutdown_command)
         fields: dict[str, object] = {
             "image": self.config.docker_image,
             "disk": float(self._query.disk_gb if self._query else self.config.disk_gb),
             "env": {HOST_KEY_VARIABLE: self.access.host_key_b64, SOURCE_VARIABLE: packed()},
-            "onstart_cmd": onstart_script(
-                self.access, guardian=self.boot_guardian(cluster, node, self.shutdown_command)
-            ),
-            "label": f"{self.label_prefix(cluster)}{node}",
+            "onstart_cmd": onstart_script(self.access, guardian=guardian),
+            "label": leased_label(self.label_prefix(cluster), node, time.time() + guardian.initial),
             "ssh": True,
             "direct": True,
             "cancel_unavail": True,
@@ -187,6 +187,13 @@ class VastAIProvider(CloudProvider):
         # Our key, or someone else's past the grace: handed over either way, and a foreign key is
         # then refused by the pinned check (HostKeyError), which is what the user should see.
         return attrs.evolve(instance, public_ip=host, private_ip=host, ssh_port=port)
+
+    async def renew_lease(self, cluster: Cluster, instances: list[Instance], until: float) -> None:
+        """Move the lease in each machine's label to `until` (epoch seconds)."""
+        prefix = self.label_prefix(cluster)
+        await asyncio.gather(*(
+            self.api.label(int(i.id), leased_label(prefix, i.node, until)) for i in instances if i.node >= 0
+        ))
 
     def _grace_over(self, instance: Instance) -> bool:
         """A new machine may briefly answer with Vast's key (see `machine`); past the grace, no."""
@@ -232,3 +239,8 @@ class VastAIProvider(CloudProvider):
                 "vastai: could not destroy " + "; ".join(failures)
                 + " — destroy them at https://cloud.vast.ai/instances/ to stop billing"
             )
+
+
+def leased_label(prefix: str, node: int, until: float) -> str:
+    """A machine's label: the pool's prefix, its node, and when its lease lapses (epoch seconds)."""
+    return f"{prefix}{node}@{int(until)}"

@@ -1,19 +1,22 @@
 """Skyward's instances on Vast.ai found and destroyed without a pool: Vast's answer to `sky ls` /
 `sky down`.
 
-Vast has no tags: an instance is Skyward's when its label is `skyward-<pool>-node-<node>`
-(`VastAIProvider.label_prefix`); nothing else is listed or destroyed, and `end` reads each
+Vast has no tags: an instance is Skyward's when its label is `skyward-<pool>-node-<node>`, with
+`@<epoch seconds>` after it, the pool's lease, which its live client moves forward
+(`VastAIProvider.label_prefix`, `renew_lease`); nothing else is listed or destroyed, and `end` reads each
 instance back by id, label included, before destroying it. A pool creates nothing on Vast
 besides its instances, so ending a pool is destroying them.
 
 The key is found as for a pool (`$VAST_API_KEY`, then the files `vastai set api-key` writes);
 `$VAST_SERVER_URL` points the command at another server (a proxy, a test server), as
-`VastAI(server_url=...)` does a pool. Vast has no lease: its instances never count as expired.
+`VastAI(server_url=...)` does a pool. An instance whose label carries no lease never counts as
+expired.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -25,7 +28,7 @@ from skyward.providers.credentials import CredentialStatus
 from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, parse_time
 
 URL_VARIABLE = "VAST_SERVER_URL"
-_LABEL = re.compile(r"^skyward-(?P<pool>.+)-node-(?P<node>\d+)$")
+_LABEL = re.compile(r"^skyward-(?P<pool>.+)-node-(?P<node>\d+)(?:@(?P<expires>\d+))?$")
 T = TypeVar("T")
 
 
@@ -33,6 +36,14 @@ def pool_of(row: dict[str, Any] | None) -> tuple[str, int] | None:
     """(pool, node) of an instance Skyward rented, read from its label; None for any other."""
     match = _LABEL.match(str((row or {}).get("label") or ""))
     return None if match is None else (match["pool"], int(match["node"]))
+
+
+def lease_of(row: dict[str, Any] | None) -> datetime.datetime | None:
+    """When the lease in a Skyward label lapses (aware UTC), None when it carries none."""
+    match = _LABEL.match(str((row or {}).get("label") or ""))
+    if match is None or match["expires"] is None:
+        return None
+    return datetime.datetime.fromtimestamp(int(match["expires"]), tz=datetime.UTC)
 
 
 @attrs.define
@@ -69,6 +80,7 @@ class VastSweeper:
             state=str(row.get("actual_status") or row.get("cur_state") or "?"),
             launched_at=parse_time(row.get("start_date")),
             hourly_price=float(price) if isinstance(price, int | float) else None,
+            lease_expires=lease_of(row),
         )
 
     def end(
