@@ -109,3 +109,22 @@ def test_a_machine_without_python3_boots_without_a_guardian(home: Path, tmp_path
     result = subprocess.run(["/bin/bash", "-c", script], capture_output=True, timeout=30, env=env)
     assert result.stdout.decode().split() == ["booted"]
     assert not folder(home).exists()
+
+
+def test_the_adopting_logins_end_command_replaces_the_one_the_guardian_booted_with(
+    home: Path, tmp_path: Path
+) -> None:
+    by_boot, by_login = tmp_path / "ended-by-boot", tmp_path / "ended-by-login"
+    boot = BootGuardian("pool1", 3, ttl=0.5, initial=1.5, end_command=f"touch {by_boot}")
+    subprocess.run(["bash", "-c", boot.command(home=f"'{home}'")], check=True, timeout=30,
+                   env={"PATH": os.environ["PATH"], SOURCE_VARIABLE: packed()})
+    booted = guardian_pid(home)
+
+    login = guardian.start_command(str(folder(home)), ttl=0.5, initial=1.5, end_command=f"touch {by_login}")
+    answer = subprocess.run(["sh", "-c", login], input=guardian.source(), capture_output=True, timeout=30)
+    assert answer.stdout.decode().split() == ["running", str(booted)]
+
+    # nobody renews: the lease lapses and the guardian ends the machine with the login's command
+    assert wait_for(by_login.exists, timeout=15), (folder(home) / "guardian.log").read_text()
+    assert not by_boot.exists()
+    assert wait_for(lambda: not alive(booted))

@@ -6,14 +6,17 @@ installed anything, under any Python 3.8+, and nothing a task does in the worker
 The design is in the package docstring (`skyward.guardian`); the subcommands:
 
     start   --dir D --ttl T --initial I [--grace G] [--end-command C]
-            become a daemon (own session, stdio on guardian.log) unless one already guards D
+            become a daemon (own session, stdio on guardian.log) unless one already guards D;
+            then hand it C instead (`guardian.end-command`): a login adopting the guardian
+            started at boot brings the end command the pool resolved for this machine
     run     the same, in the foreground
     renew   --dir D: one renewer; every chunk read on stdin renews the lease, EOF ends it
     release --dir D: the pool stopped cleanly; the guardian exits and ends nothing
 
 Every file it keeps is in D: `guardian.lock` (its pid, held under an exclusive flock while it
 runs: the lock, not the pid, says whether one runs), `guardian.lease` (touched by renewers),
-`renew-<pid>.live` (one per open renewer), `guardian.release` and `guardian.log`.
+`renew-<pid>.live` (one per open renewer), `guardian.release`, `guardian.end-command` and
+`guardian.log`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ LEASE = "guardian.lease"
 LOG = "guardian.log"
 RELEASE = "guardian.release"
 RENEWER = "renew-{pid}.live"
+#: The end command a later start handed the running guardian (it replaces the one it started with).
+END_COMMAND = "guardian.end-command"
 #: The pool's files that hold secrets (image env, index credentials), relative to the node folder.
 SECRETS = ("env.sh", "requirements/*.toml", "requirements/*.txt")
 #: Pid files of the pool's process groups (workers, the bootstrap), relative to the node folder.
@@ -234,14 +239,23 @@ class Guardian:
                     removed.append(os.path.relpath(file, self.dir))
         self.log(f"removed {removed}")
 
+    def current_end_command(self) -> str:
+        """The end command a later start handed over (`END_COMMAND`), else the one started with."""
+        with contextlib.suppress(OSError), open(self.path(END_COMMAND)) as f:
+            handed = f.read().strip()
+            if handed:
+                return handed
+        return self.end_command
+
     def end_machine(self) -> None:
-        if not self.end_command:
+        command = self.current_end_command()
+        if not command:
             return
-        self.log(f"running the end command: {self.end_command}")
+        self.log(f"running the end command: {command}")
         with open(self.path(LOG), "ab") as out:
             try:
                 result = subprocess.run(
-                    ["/bin/sh", "-c", self.end_command], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                    ["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                     timeout=END_COMMAND_TIMEOUT, check=False, cwd="/",
                 )
                 self.log(f"the end command exited with {result.returncode}")
@@ -260,7 +274,7 @@ class Guardian:
         self.log(f"the lease {why}")
         if why == "lapsed":
             self.end()
-        for name in (LEASE, RELEASE, LOCK):
+        for name in (LEASE, RELEASE, END_COMMAND, LOCK):
             with contextlib.suppress(OSError):
                 os.unlink(self.path(name))
         return 0
@@ -282,6 +296,17 @@ def _lock(folder: str) -> int | None:
     return fd
 
 
+def _hand_over(folder: str, end_command: str) -> None:
+    """Give the running guardian `end_command` (written whole, then renamed into place: the
+    guardian reads either the old file or the new one, never half of one)."""
+    target = os.path.join(folder, END_COMMAND)
+    partial = f"{target}.{os.getpid()}"
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(end_command + "\n")
+    os.replace(partial, target)
+
+
 def _holder(folder: str) -> str:
     with contextlib.suppress(OSError), open(os.path.join(folder, LOCK)) as f:
         return f.read().strip()
@@ -292,6 +317,8 @@ def _guard(args: argparse.Namespace, ready: int | None = None) -> int:
     os.makedirs(args.dir, mode=0o700, exist_ok=True)
     lock = _lock(args.dir)
     if lock is None:
+        if args.end_command:
+            _hand_over(args.dir, args.end_command)
         message = f"running {_holder(args.dir)}\n"
         if ready is not None:
             os.write(ready, message.encode())
