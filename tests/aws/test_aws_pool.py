@@ -76,6 +76,8 @@ def test_a_two_node_pool_runs_on_its_machines_and_deletes_everything_on_exit(
     assert states(ec2, ids) == {"terminated"}
     assert tagged(ec2, pool_id) == NOTHING_LEFT
     assert not list((skyward_home / "keys").glob("*")), "the pool's login key outlived it"
+    # where `sky ls` will look for this user's machines (skyward_aws.regions)
+    assert (skyward_home / "aws-regions").read_text().split() == ["us-east-1"]
 
 
 def test_machines_get_our_keys_and_tags_and_no_secret_reaches_logs_or_events(

@@ -213,3 +213,42 @@ def test_down_asks_on_a_terminal_and_ends_nothing_when_told_no(aws_sky: Sky, ec2
     assert "End 2 machine(s)" in err
     assert process.returncode == 1 and "Aborted" in err
     assert [state(ec2, i) for i in ids] == ["running", "running"]
+
+
+def machine_in(moto_url: str, region: str, pool: str) -> str:
+    """A crashed client's machine in another region than the configured one."""
+    ec2 = boto3.client("ec2", endpoint_url=moto_url, region_name=region,
+                       aws_access_key_id="AKIASKYWARDTESTING01", aws_secret_access_key="x")
+    tags = _tags(pool, LAPSED, **{"skyward:node": "0"})
+    answer = ec2.run_instances(ImageId=_image(ec2), MinCount=1, MaxCount=1, InstanceType="t3.micro",
+                               TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])
+    return str(answer["Instances"][0]["InstanceId"])
+
+
+def test_ls_looks_in_every_region_a_pool_ran_in_and_all_regions_on_request(
+    aws_sky: Sky, ec2: Any, moto_url: str
+) -> None:
+    here = leftover_pool(ec2, "east1", LAPSED, nodes=1)
+    west = machine_in(moto_url, "us-west-2", "west1")
+    far = machine_in(moto_url, "ap-southeast-2", "far1")
+    assert sorted(m["id"] for m in aws_sky.json("ls")["machines"]) == here
+
+    # what a pool that ran in us-west-2 noted (skyward_aws.regions), as a user's earlier run would
+    aws_sky.home.mkdir(parents=True, exist_ok=True)
+    (aws_sky.home / "aws-regions").write_text("us-west-2\n")
+    listed = {m["id"]: m["region"] for m in aws_sky.json("ls")["machines"]}
+    assert listed == {here[0]: "us-east-1", west: "us-west-2"}
+
+    everywhere = {m["id"]: m["region"] for m in aws_sky.json("ls", "--region", "all")["machines"]}
+    assert everywhere == {here[0]: "us-east-1", west: "us-west-2", far: "ap-southeast-2"}
+
+
+def test_down_expired_ends_lapsed_machines_in_each_region_it_looks_in(
+    aws_sky: Sky, ec2: Any, moto_url: str
+) -> None:
+    west = machine_in(moto_url, "us-west-2", "west1")
+    done = aws_sky("down", "--expired", "--yes", "--region", "all")
+    assert done.returncode == 0, done.stderr
+    west_ec2 = boto3.client("ec2", endpoint_url=moto_url, region_name="us-west-2",
+                            aws_access_key_id="AKIASKYWARDTESTING01", aws_secret_access_key="x")
+    assert state(west_ec2, west) in ("shutting-down", "terminated")

@@ -44,7 +44,7 @@ from skyward.providers.base import Cluster, Instance, NodeSetup
 from skyward.providers.cloud import CloudProvider
 from skyward.providers.ssh import head_port
 from skyward.retry import retry
-from skyward_aws import resources
+from skyward_aws import regions, resources
 from skyward_aws.catalog import InstanceType, Want, catalog, choose, closest
 from skyward_aws.clients import (
     LOGGER,
@@ -128,6 +128,7 @@ class AWSProvider(CloudProvider):
     async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
         # A failure here leaves no login key behind: CloudProvider.prepare removes it.
         region = await self._call(resolve_region, self.config, spec.region)
+        await self._call(regions.remember, region)  # where `sky ls` looks for it later
         self._clients = await self._call(clients_for, self.config, region)
         owner = await self._call(check_credentials, self.clients)
         plan = await self._plan(spec, pool_id, region, owner)

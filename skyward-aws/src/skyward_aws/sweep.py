@@ -7,8 +7,10 @@ they are deleted once none of the pool's machines is left (AWS refuses to delete
 terminating machine still holds, so that is waited for).
 
 boto3's own configuration is honoured: credentials, `AWS_PROFILE`, `AWS_DEFAULT_REGION`,
-`AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_EC2` (moto, LocalStack). The region is the one asked
-for, else the configured one (us-east-1 when none). All calls block.
+`AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_EC2` (moto, LocalStack). The regions looked in are the
+one asked for; `all`: every region the account has enabled; none asked: the configured one
+(us-east-1 when none) and every region a pool of this user ran in (`regions.remembered`). All
+calls block.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import structlog
 
 from skyward.providers.credentials import CredentialStatus
 from skyward.providers.sweep import Ended, Machine, SweepReport, parse_time
-from skyward_aws import resources
+from skyward_aws import regions, resources
 from skyward_aws.clients import DEFAULT_REGION, LOGGER, Clients, clients_for, error_message, translate
 
+#: `--region all`: every region the account has enabled.
+ALL_REGIONS = "all"
 #: How long `end` waits for the pool's machines to be gone before deleting its security group.
 GONE_TIMEOUT = 300.0
 
@@ -44,7 +48,7 @@ def _tag(row: dict[str, Any], key: str) -> str | None:
 
 @attrs.define
 class AWSSweeper:
-    """EC2's Skyward machines in one region (see the module docstring)."""
+    """EC2's Skyward machines, region by region (see the module docstring)."""
 
     name: str = "AWS"
     gone_timeout: float = GONE_TIMEOUT
@@ -62,11 +66,24 @@ class AWSSweeper:
         where = region or boto3.session.Session().region_name or DEFAULT_REGION
         return clients_for(AWS(endpoint_url=_endpoint()), where)
 
+    def regions(self, region: str | None) -> list[str]:
+        """Where to look: `region`; every enabled region for "all"; else the configured region
+        and those this user's pools ran in."""
+        if region == ALL_REGIONS:
+            answer = self.clients(None).ec2.describe_regions(AllRegions=False)
+            return sorted(str(r["RegionName"]) for r in answer.get("Regions", []))
+        if region is not None:
+            return [region]
+        return list(dict.fromkeys([self.clients(None).region, *regions.remembered()]))
+
     def machines(self, region: str | None = None) -> list[Machine]:
-        clients = self.clients(region)
-        rows = _instances(clients, [{"Name": "tag-key", "Values": [resources.POOL_TAG]}])
-        prices = _prices(clients, rows)
-        return [self._machine(clients.region, row, prices) for row in rows]
+        found: list[Machine] = []
+        for where in self.regions(region):
+            clients = self.clients(where)
+            rows = _instances(clients, [{"Name": "tag-key", "Values": [resources.POOL_TAG]}])
+            prices = _prices(clients, rows)
+            found += [self._machine(clients.region, row, prices) for row in rows]
+        return found
 
     def _machine(self, region: str, row: dict[str, Any], prices: dict[tuple[str, bool], float]) -> Machine:
         node = _tag(row, resources.NODE_TAG)
@@ -88,8 +105,7 @@ class AWSSweeper:
         by_region: dict[str, list[Machine]] = {}
         for machine in machines:
             by_region.setdefault(machine.region, []).append(machine)
-        regions = set(by_region) or {self.clients(region).region}
-        for where in sorted(regions):
+        for where in sorted(set(by_region) or self.regions(region)):
             clients = self.clients(where)
             chosen = by_region.get(where, [])
             ids = [m.id for m in chosen]

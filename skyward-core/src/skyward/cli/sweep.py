@@ -31,7 +31,8 @@ provider_option = click.option(
 )
 region_option = click.option(
     "--region", default=None, metavar="REGION",
-    help="The region to look in, for providers with regions (AWS: default, your configured one).",
+    help="The region to look in, for providers with regions (AWS: default, your configured region and "
+    "every region your pools ran in; 'all': every region the account has enabled).",
 )
 
 
