@@ -112,13 +112,14 @@ def uv_phase(python_spec: str) -> str:
     return _phase("uv", lines)
 
 
-def venv_phase(python_spec: str, system_site_packages: bool = False) -> str:
+def venv_phase(python_spec: str, system_site_packages: bool = False, *, shared: bool = False) -> str:
     # `system_site_packages` (SSH(python=...)): the venv also sees the host interpreter's packages.
+    # `shared`: the venv is a warm environment's, `$V` already names it (`environments.select`).
     flag = " --system-site-packages" if system_site_packages else ""
     spec = shlex.quote(python_spec + (" +system-site-packages" if system_site_packages else ""))
     lines = (
-        'V="$W/venv"\n'
-        f'if [ -x "$V/bin/python" ] && [ "$(cat "$V/.skyward-python" 2>/dev/null || true)" = {spec} ]; then\n'
+        ("" if shared else 'V="$W/venv"\n')
+        + f'if [ -x "$V/bin/python" ] && [ "$(cat "$V/.skyward-python" 2>/dev/null || true)" = {spec} ]; then\n'
         '  echo "skyward bootstrap: reusing the virtual environment at $V"\n'
         "else\n"
         '  rm -rf "$V"\n'

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from skyward.bootstrap import environments
 from skyward.bootstrap.ops import as_ops
 from skyward.bootstrap.render import Script, render_script
 from skyward.bootstrap.runner import CommandRunner, RunnerConnectionLost, new_progress, run_bootstrap
@@ -40,6 +41,7 @@ Reconnect = Callable[[], Awaitable[CommandRunner]]
 async def prepare_node(
     runner: CommandRunner, setup: Any, *, node: int, workdir: str, python: str | None,
     system_site_packages: bool = False, reconnect: Reconnect | None = None,
+    environments_root: str | None = None,
 ) -> Script:
     """Upload, render and run the bootstrap for `setup` on the node behind `runner`; return its Script.
 
@@ -55,6 +57,10 @@ async def prepare_node(
     while `bootstrap_timeout` lasts. Without `reconnect`, or when reconnecting fails, the bootstrap
     fails with `BootstrapFailed` naming the phase that was running and the lost connection. A host
     key refused on reconnecting is raised as it is (`HostKeyError`).
+
+    With `environments_root` (a folder on the node), the venv is a warm environment there
+    (`environments`): a node that already holds the one this image builds reuses it, and then
+    the wheels are not uploaded at all (one round trip asks whether it is ready).
     """
     image = setup.image
     ops = as_ops(setup.ops)
@@ -67,13 +73,18 @@ async def prepare_node(
     deadline: float | None = None  # the timeout counts from the first run, as it always has
     script: Script | None = None
     resume = False
+    environment = None
+    if environments_root is not None:
+        environment = await _environment(image, python, system_site_packages, environments_root)
     while True:
         try:
-            remote_wheels, includes_dir = await _upload(runner, image, workdir)
+            warm = environment is not None and await _ready(runner, environment)
+            remote_wheels, includes_dir = await _upload(runner, image, workdir, wheels=not warm)
             if script is None:
                 script = render_script(
                     image, ops, workdir=workdir, python=python, wheels=remote_wheels,
                     includes_dir=includes_dir, system_site_packages=system_site_packages,
+                    environment=environment,
                 )
             if deadline is None:
                 deadline = loop.time() + budget
@@ -115,13 +126,34 @@ async def prepare_node(
             resume = True
 
 
-async def _upload(runner: CommandRunner, image: Any, workdir: str) -> tuple[tuple[str, ...], str | None]:
-    """Skyward's wheels (source "local") and the image's includes onto the node; their paths there."""
+async def _environment(image: Any, python: str | None, system_site_packages: bool, root: str) -> str:
+    """The folder on the node of the warm environment this image builds (`environments`)."""
+    wheels = await _client_wheels() if resolve_source(image) == "local" else ()
+    return await asyncio.to_thread(
+        environments.environment_for, image, python, system_site_packages, wheels, root
+    )
+
+
+async def _ready(runner: CommandRunner, environment: str) -> bool:
+    """Whether the node holds `environment` complete (one round trip)."""
+    status = await runner.run(
+        environments.ready_command(environment), stdin=None, on_line=lambda stream, line: None, timeout=60
+    )
+    return status == 0
+
+
+async def _upload(
+    runner: CommandRunner, image: Any, workdir: str, *, wheels: bool = True
+) -> tuple[tuple[str, ...], str | None]:
+    """Skyward's wheels (source "local") and the image's includes onto the node; their paths there.
+    With `wheels` False (a warm environment holds them installed) the wheels stay here, and their
+    paths are those they would have."""
     remote_wheels: tuple[str, ...] = ()
     if resolve_source(image) == "local":
         for wheel in await _client_wheels():
             remote = f"{workdir}/wheels/{wheel.name}"
-            await runner.put(wheel, remote)
+            if wheels:
+                await runner.put(wheel, remote)
             remote_wheels += (remote,)
     includes_dir = None
     if image.includes:

@@ -48,6 +48,7 @@ from typing import Any
 
 import attrs
 
+from skyward.bootstrap import environments
 from skyward.bootstrap.ops import Op, as_ops
 from skyward.bootstrap.phases import (
     PRELUDE,
@@ -81,6 +82,8 @@ class Script:
     python_bin: str
     venv_dir: str
     workdir: str
+    #: The warm environment the venv lives in (`environments`), None when it is the node folder's own.
+    environment: str | None = None
 
     @property
     def env_file(self) -> str:
@@ -104,6 +107,7 @@ def render_script(
     wheels: tuple[str, ...] = (),
     includes_dir: str | None = None,
     system_site_packages: bool = False,
+    environment: str | None = None,
 ) -> Script:
     """The bootstrap script for `image` followed by the plugin `ops`, rooted at `workdir` on the node.
 
@@ -111,7 +115,8 @@ def render_script(
     (`"3.12"`) asks uv for that interpreter; a path (`"/usr/bin/python3.11"`) uses that one.
     `wheels` are paths *on the node* of skyward wheels the provider uploaded (source "local");
     `includes_dir` is where the provider put `Image.includes` (the script checks it and adds it to
-    PYTHONPATH).
+    PYTHONPATH). `environment`: the folder on the node of the warm environment to build or reuse
+    (`environments`); None keeps the venv in the node folder.
     """
     if not workdir.startswith("/"):
         raise ValueError(
@@ -124,22 +129,30 @@ def render_script(
     op_list = as_ops(ops)
     names = phase_names(image, op_list, includes_dir=includes_dir)
 
+    shared = environment is not None
+    reusable = environments.skip_when_warm if shared else (lambda phase: phase)
     body: list[str] = [setup(workdir)]
     body.append(uv_phase(python_spec))
-    body.append(venv_phase(python_spec, system_site_packages))
+    if environment is not None:
+        body.append(environments.select(environment))
+    body.append(reusable(venv_phase(python_spec, system_site_packages, shared=shared)))
     if image.apt:
-        body.append(apt_phase(tuple(image.apt)))
+        body.append(reusable(apt_phase(tuple(image.apt))))
     if image.pip:
-        body.append(pip_phase(tuple(image.pip), tuple(image.pip_indexes)))
+        body.append(reusable(pip_phase(tuple(image.pip), tuple(image.pip_indexes))))
     body.append(env_phase(image, workdir, venv))
     if includes_dir is not None:
         body.append(includes_phase(includes_dir))
-    body.append(skyward_phase(image, wheels))
+    body.append(reusable(skyward_phase(image, wheels)))
+    if shared:
+        body.append(environments.seal())
     for index, (op, name) in enumerate(zip(op_list, names[-len(op_list):] if op_list else (), strict=True)):
         body.append(op_phase(op, name, index))
 
     text = PRELUDE + "__sky_main() {\n" + "\n".join(body) + "}\n\n__sky_main \"$@\" < /dev/null\n"
-    return Script(text=text, python_bin=f"{venv}/bin/python", venv_dir=venv, workdir=workdir)
+    return Script(
+        text=text, python_bin=f"{venv}/bin/python", venv_dir=venv, workdir=workdir, environment=environment
+    )
 
 
 def phase_names(image: Any, ops: Sequence[Op], *, includes_dir: str | None = None) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ first, not after machines were paid for.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import json
@@ -99,6 +100,11 @@ def _skyward_dists() -> dict[str, importlib.metadata.Distribution]:
     """Installed `skyward-*` distributions by normalized name, skyward-core first (first on sys.path wins)."""
     found: dict[str, importlib.metadata.Distribution] = {}
     for dist in importlib.metadata.distributions():
+        # The dist-info folder's name says the project's (`skyward_core-0.1.0.dist-info`): reading
+        # it costs nothing, where parsing every installed METADATA costs ~1 ms each (hundreds).
+        folder = normalize(getattr(dist, "_normalized_name", None) or "")
+        if folder and not folder.startswith("skyward-"):
+            continue
         try:
             name = normalize(dist.metadata["Name"] or "")
         except KeyError:  # a broken installation without a name
@@ -309,14 +315,54 @@ def _wheel_files(shipment: Shipment, dist: importlib.metadata.Distribution) -> d
     return {"/".join(f.parts): Path(dist.locate_file(f)).read_bytes() for f in package_files}
 
 
+def _source_paths(shipment: Shipment, dist: importlib.metadata.Distribution) -> list[Path]:
+    """Every file `_wheel_files` and `_metadata` read for `shipment`, without reading them."""
+    package_files, info_files = _installed_files(dist)
+    paths = [Path(dist.locate_file(f)) for f in info_files]
+    if shipment.how == SOURCE:
+        assert shipment.path is not None
+        for package in _packages(shipment.path):
+            paths += [package] if package.is_file() else list(_walk(package))
+    else:
+        paths += [Path(dist.locate_file(f)) for f in package_files]
+    return paths
+
+
+def _fingerprint(shipment: Shipment, dist: importlib.metadata.Distribution) -> str | None:
+    """A digest of the name, size and modification time of every file the wheel is made of: what a
+    client can check in a millisecond, where assembling the wheel to learn its digest takes a zip
+    of every file (tens of milliseconds per distribution, on every pool start). None when a file
+    cannot be looked at (the wheel is then assembled)."""
+    h = hashlib.blake2b(f"{shipment.name}\0{shipment.version}\0{shipment.how}".encode(), digest_size=12)
+    try:
+        for path in _source_paths(shipment, dist):
+            stat = path.stat()
+            h.update(f"\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
 def _assemble(shipment: Shipment, dist: importlib.metadata.Distribution, dest: Path) -> Path:
-    """The wheel of `shipment`, from `dest/<name>/<digest>/` when these bytes were assembled before."""
+    """The wheel of `shipment`, from `dest/<name>/<digest>/` when these bytes were assembled before.
+
+    `dest/<name>/by-stat/<fingerprint>` remembers which digest the files as they are now gave, so an
+    unchanged distribution is found without assembling it again."""
+    fingerprint = _fingerprint(shipment, dist)
+    known = dest / shipment.name / "by-stat" / fingerprint if fingerprint else None
+    if known is not None:
+        with contextlib.suppress(OSError):
+            cached = dest / shipment.name / known.read_text().strip() / shipment.wheel_name
+            if cached.is_file():
+                return cached
     _, info_files = _installed_files(dist)
     files, metadata = _wheel_files(shipment, dist), _metadata(dist, info_files)
     data = wheel_bytes(shipment.name, shipment.version, files, metadata)
-    folder = dest / shipment.name / hashlib.blake2b(data, digest_size=10).hexdigest()
+    digest = hashlib.blake2b(data, digest_size=10).hexdigest()
+    folder = dest / shipment.name / digest
     target = folder / shipment.wheel_name
     if target.is_file():
+        _remember(known, digest)
         return target
     folder.mkdir(parents=True, exist_ok=True)
     fd, staged = tempfile.mkstemp(prefix=".wheel-", dir=folder)
@@ -327,7 +373,20 @@ def _assemble(shipment: Shipment, dist: importlib.metadata.Distribution, dest: P
     except BaseException:
         Path(staged).unlink(missing_ok=True)
         raise
+    _remember(known, digest)
     return target
+
+
+def _remember(known: Path | None, digest: str) -> None:
+    """Note that the files behind `known` (a fingerprint's file) gave the wheel `digest`."""
+    if known is None:
+        return
+    with contextlib.suppress(OSError):
+        known.parent.mkdir(parents=True, exist_ok=True)
+        fd, staged = tempfile.mkstemp(prefix=".fp-", dir=known.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(digest)
+        os.replace(staged, known)
 
 
 def local_wheels(dest: Path) -> tuple[Path, ...]:

@@ -32,6 +32,8 @@ __all__ = ["PLAN_WORKDIR", "Plan", "plan"]
 
 #: The workdir shown in a plan (a provider chooses the real one).
 PLAN_WORKDIR = "/opt/skyward"
+#: Where the plan shows warm environments (`~/.skyward/envs` on a node).
+PLAN_ENVIRONMENTS = "/opt/skyward-envs"
 
 
 @attrs.frozen
@@ -83,9 +85,19 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     if resolve_source(image) == "local":
         wheels = tuple(f"{PLAN_WORKDIR}/wheels/{s.wheel_name}" for s in shipments() if s.local)
     includes_dir = f"{PLAN_WORKDIR}/includes" if image.includes else None
+    args = provider.bootstrap_args()
+    environment = None
+    if provider.keeps_environments:  # the venv is a warm environment (`bootstrap.environments`)
+        from skyward.bootstrap.environments import environment_for
+        from skyward.bootstrap.wheels import local_wheels, wheel_cache_dir
+
+        local = local_wheels(wheel_cache_dir()) if resolve_source(image) == "local" else ()
+        environment = environment_for(
+            image, args.get("python"), bool(args.get("system_site_packages")), local, PLAN_ENVIRONMENTS
+        )
     script = render_script(
-        image, ops, workdir=PLAN_WORKDIR, wheels=wheels, includes_dir=includes_dir,
-        **provider.bootstrap_args(),
+        image, ops, workdir=PLAN_WORKDIR, wheels=wheels, includes_dir=includes_dir, environment=environment,
+        **args,
     )
     secrets = (*bootstrap_secrets(None, ops), *env_secrets(image.env))
     command = _launch_command(provider, cluster, spec, hooks, options)

@@ -134,6 +134,9 @@ class Provider(abc.ABC):
     #: pool's lease lapses (its client gone past `Spec.ttl`): clouds power the machine off ("sudo
     #: shutdown -h now"); None leaves the machine alone (Local, SSH: machines that are not the pool's).
     shutdown_command: str | None = None
+    #: Whether its nodes keep the venv an image built between pools (`bootstrap.environments`):
+    #: machines reached over SSH do; `sky.Local` builds none to keep.
+    keeps_environments: bool = False
     #: Whether each node runs a guardian (`skyward.guardian`) holding the pool's lease: then the
     #: worker's own silence watchdog is off (a task holding the GIL would starve it into a false
     #: alarm) and the guardian ends the work instead.

@@ -173,6 +173,7 @@ class CloudProvider(Provider):
     #: A node whose client has been gone past `Spec.ttl` powers its machine off with this (its
     #: guardian runs it: `skyward.guardian`).
     shutdown_command: str | None = "sudo shutdown -h now"
+    keeps_environments = True
     guards_nodes = True
 
     def __init__(self, options: Options | None = None, *, python: str | None = None) -> None:

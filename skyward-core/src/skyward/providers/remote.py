@@ -49,6 +49,8 @@ DEFAULT_SSH_TIMEOUT = 60.0
 DEFAULT_RETRY_INTERVAL = 1.0
 #: A login that is not a reconnect (the first one, a cleanup) is not retried for longer than this.
 FIRST_LOGIN_TIMEOUT = 20.0
+#: Where a host keeps the environments images built (`bootstrap.environments`), under its home.
+ENVIRONMENTS = ".skyward/envs"
 
 
 @attrs.frozen
@@ -277,7 +279,7 @@ class RemoteNodes:
 
         return await prepare_node(
             SSHRunner(conn, label=str(login), pid_file=pid_file), setup, node=node, workdir=workdir,
-            reconnect=reconnect, **self.bootstrap_args(),
+            reconnect=reconnect, environments_root=f"{self._homes[node]}/{ENVIRONMENTS}", **self.bootstrap_args(),
         )
 
     async def clean(self, cluster: Cluster, instance: Instance) -> None:

@@ -155,6 +155,8 @@ class SSHProvider(Provider):
     #: A guardian on each host ends the pool's processes and secrets when its client is gone; no
     #: end command: the hosts are yours, never powered off.
     guards_nodes = True
+    #: Hosts keep the environment an image built between pools (never a process, never a secret).
+    keeps_environments = True
 
     def __init__(self, config: SSH, options: Options | None = None) -> None:
         super().__init__(options)

@@ -1,0 +1,110 @@
+"""Warm environments on an SSH host: the next pool with the same image reuses the venv the last one built.
+
+Each test has a fresh host (a real sshd); a pool's bootstrap commands (`BootstrapCommand`) and
+lines (`BootstrapConsole`) say what it built, and a task on the node says whether the client
+uploaded its wheels there (`skyward.bootstrap.environments`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ssh_hosts import SSHHosts, ssh_pool, start_hosts
+
+import skyward as sky
+
+IMAGE = sky.Image(pip=["numpy"])
+
+
+@pytest.fixture
+def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
+    hosts = start_hosts(tmp_path_factory.mktemp("warm"), 1)
+    try:
+        yield hosts
+    finally:
+        hosts.stop()
+
+
+@sky.function
+def node_folder() -> dict[str, Any]:
+    workdir = os.environ["SKYWARD_WORKDIR"]
+    return {"wheels": os.path.isdir(os.path.join(workdir, "wheels")), "venv": os.path.realpath(workdir + "/venv")}
+
+
+def run_pool(hosts: SSHHosts, image: sky.Image = IMAGE) -> dict[str, Any]:
+    """One pool on the host: what its bootstrap ran and said, and what its node folder held."""
+    commands: list[str] = []
+    said: list[str] = []
+    pool = ssh_pool(hosts, image=image)
+    pool.on(sky.BootstrapCommand, lambda event: commands.append(event.command))
+    pool.on(sky.BootstrapConsole, lambda event: said.append(event.line))
+    with pool:
+        folder = node_folder() >> pool
+    return {"commands": commands, "said": said, **folder}
+
+
+def built(run: dict[str, Any]) -> bool:
+    return any(command.startswith("uv venv") for command in run["commands"])
+
+
+def environments(hosts: SSHHosts) -> list[Path]:
+    root = hosts.servers[0].home / ".skyward" / "envs"
+    return sorted(p for p in root.iterdir() if p.is_dir())
+
+
+def test_a_second_pool_with_the_same_image_reuses_the_environment_without_uploading_wheels(
+    host: SSHHosts,
+) -> None:
+    first = run_pool(host)
+    second = run_pool(host)
+
+    assert built(first) and first["wheels"]
+    assert not built(second), second["commands"]
+    assert not any(c.startswith("uv pip install") for c in second["commands"])
+    assert any("reusing the environment" in line for line in second["said"])
+    assert not second["wheels"], "the client uploaded its wheels to a warm node"
+    (environment,) = environments(host)
+    assert first["venv"] == second["venv"] == str(environment / "venv")
+
+
+def test_an_image_that_installs_something_else_builds_an_environment_of_its_own(host: SSHHosts) -> None:
+    run_pool(host)
+    other = run_pool(host, sky.Image(pip=["numpy", "six"]))
+    assert built(other)
+    assert len(environments(host)) == 2
+
+
+def test_an_environment_without_its_ready_mark_is_built_again_from_nothing(host: SSHHosts) -> None:
+    run_pool(host)
+    (environment,) = environments(host)
+    (environment / ".ready").unlink()  # what a bootstrap cut off mid-build leaves
+    (environment / "stale-file").write_text("left by the cut-off build")
+
+    again = run_pool(host)
+    assert built(again)
+    assert not (environment / "stale-file").exists()
+    assert (environment / ".ready").exists()
+
+
+def test_two_pools_starting_at_once_on_one_host_build_the_environment_once(host: SSHHosts) -> None:
+    runs: list[dict[str, Any]] = []
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            runs.append(run_pool(host))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not errors, errors
+    assert sorted(built(run) for run in runs) == [False, True]
