@@ -13,6 +13,8 @@ from skyward.providers.credentials import resolve_secret
 
 #: Where Vast's own tools look for the key, in the order the SDK uses (after `VAST_API_KEY`).
 API_KEY_VARIABLE = "VAST_API_KEY"
+#: Vast.ai's API server (`VastAI(server_url=None)`).
+SERVER_URL = "https://console.vast.ai"
 KEYS_PAGE = "https://cloud.vast.ai/manage-keys/"
 
 

@@ -19,18 +19,29 @@ def describe(specs: tuple[Any, ...]) -> str:
 
 
 async def in_selection_order(specs: tuple[Any, ...], selection: str, log: Any) -> list[Any]:
-    """`selection="first"`: as written; `"cheapest"`: by the providers' hourly price, unknown last.
+    """`selection="first"`: as written; `"cheapest"`: by the price of a node, unknown last.
 
-    A price may take a call to the cloud (an offer search), so each runs in a thread, all at
-    once, and only when there is a choice to make. A provider that cannot price says nothing
-    against it: it goes last, and a failure to price is logged, not raised.
+    A node's price is what Skyward's offer catalog (`skyward.market`, what `sky offers` shows)
+    says the cheapest offer that fits the spec costs, within its `max_hourly_cost`; for a provider
+    without offers in the catalog, its config's `hourly_price`. Either may take a call to the
+    cloud (a refresh, an offer search), so each runs in a thread, all at once, and only when
+    there is a choice to make. A provider that cannot price says nothing against it: it goes
+    last, and a failure to price is logged, not raised.
     """
     ordered = list(specs)
     if selection != "cheapest" or len(ordered) < 2:
         return ordered
 
     def price(spec: Any) -> float:
-        value = spec.provider.hourly_price(spec)
+        from skyward.market.api import spec_price
+
+        found = spec_price(spec)
+        if found is not None:
+            log.info("skyward.spec_priced", provider=spec.provider.name, offer=str(found.offer),
+                     price=found.price, catalog=found.status.state)
+            value = found.price
+        else:
+            value = spec.provider.hourly_price(spec)
         return float("inf") if value is None else float(value) * spec.nodes.desired
 
     prices = await asyncio.gather(*(asyncio.to_thread(price, s) for s in ordered), return_exceptions=True)
