@@ -10,7 +10,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-EXAMPLES = ["hello.py", "parallel.py", "broadcast.py", "sharding.py", "streaming.py", "joblib_parallel.py"]
+EXAMPLES = ["hello.py", "parallel.py", "broadcast.py", "sharding.py", "streaming.py", "joblib_parallel.py",
+            "shared_state.py"]
 
 
 def main() -> int:

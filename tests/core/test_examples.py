@@ -102,11 +102,11 @@ def test_joblib_parallel() -> None:
 def test_run_all_runs_every_example() -> None:
     out = run_example("run_all.py").stdout
     every_example = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name != "run_all.py")
-    assert len(every_example) == 6  # a new example file is run by the demo too, not left out
+    assert len(every_example) == 7  # a new example file is run by the demo too, not left out
     for name in every_example:
         assert f"=== {name} " in out
         assert f"--- {name} ok" in out
-    assert "all 6 examples passed" in lines(out)
+    assert "all 7 examples passed" in lines(out)
 
 
 def test_run_all_stops_loudly_at_the_first_failure(tmp_path: Path) -> None:
