@@ -1,0 +1,150 @@
+"""The Novita GPU instance API calls the provider makes, over aiohttp, with Novita's errors made Skyward's.
+
+Endpoints (https://api.novita.ai/gpu-instance/openapi/v1, `Authorization: Bearer <NOVITA_API_KEY>`):
+
+- `GET /products?gpuNum=&billingMethod=onDemand|spot`: products (a GPU model in a cluster), with
+  `availableDeploy`, `price` and `spotPrice` (per GPU per hour, in units of 1/100000 USD);
+- `POST /gpu/instance/create` (answers `{"id": ...}`), `GET /gpu/instance?instanceId=`,
+  `GET /gpu/instances` (paged), `POST /gpu/instance/delete` with `{"instanceId": ...}`.
+
+Errors: a refused key is a `ProvisionError` naming `NOVITA_API_KEY`; "no capacity" answers (out of
+stock, no available GPU) are `CapacityError`, retried by the base; anything else a
+`ProvisionError` quoting Novita's message. The key only ever travels in the request header.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+import structlog
+
+from skyward.errors import CapacityError, ProvisionError
+from skyward_novita.account import API_KEY_VARIABLE
+
+LOGGER = "skyward.novita"
+REQUEST_TIMEOUT = 60.0
+CAPACITY_PHRASES = (
+    "insufficient", "not enough", "no available", "out of stock", "sold out", "no resource", "unavailable",
+)
+#: Instance statuses after which the container is gone (or going) and bills no more.
+GONE_STATUSES = ("removed", "removing", "toRemove")
+#: Statuses of an instance that will not come up (its container exited or failed to start).
+FAILED_STATUSES = ("exited", "failed", "error")
+PAGE_SIZE = 100
+
+
+class Gone(ProvisionError):
+    """The instance asked about does not exist (any more)."""
+
+
+class NovitaAPI:
+    """One API key and its HTTP session; `close()` when done."""
+
+    def __init__(self, api_key: str, url: str) -> None:
+        self._key = api_key
+        self.url = url.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        return f"NovitaAPI(url={self.url!r})"
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    async def _call(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
+        try:
+            async with self._http().request(method, self.url + path, **kwargs) as response:
+                text = await response.text()
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ProvisionError(
+                f"Novita: could not {what}: {self.url} did not answer ({type(exc).__name__}: {exc})"
+            ) from exc
+        try:
+            body: Any = json.loads(text) if text else None
+        except ValueError:
+            body = text
+        if status < 400:
+            return body
+        message = _message(body) or f"HTTP {status}"
+        if status in (401, 403):
+            raise ProvisionError(
+                f"Novita refused the API key ({status}: {message}) when asked to {what}: check "
+                f"{API_KEY_VARIABLE} (or Novita(api_key=...))"
+            )
+        if status == 404 or "not found" in message.lower() or "not exist" in message.lower():
+            raise Gone(f"Novita: could not {what}: {message}")
+        if any(phrase in message.lower() for phrase in CAPACITY_PHRASES):
+            raise CapacityError(f"Novita has no capacity to {what}: {message}")
+        raise ProvisionError(f"Novita could not {what} ({status}): {message}")
+
+    async def products(self, gpus: int, spot: bool) -> list[dict[str, Any]]:
+        params = {"gpuNum": str(gpus), "billingMethod": "spot" if spot else "onDemand"}
+        body = await self._call("GET", "/products", "list GPU products", params=params)
+        rows = body.get("data") if isinstance(body, dict) else None
+        return [row for row in rows or [] if isinstance(row, dict)]
+
+    async def create(self, request: dict[str, Any]) -> str:
+        body = await self._call("POST", "/gpu/instance/create", "create an instance", json=request)
+        if not isinstance(body, dict) or not body.get("id"):
+            raise ProvisionError(f"Novita answered an instance creation without an id: {body!r}")
+        structlog.get_logger(LOGGER).info(
+            "skyward.novita_instance_created", instance=body["id"], name=request.get("name"),
+            product=request.get("productId"), billing=request.get("billingMode"),
+        )
+        return str(body["id"])
+
+    async def instance(self, instance_id: str) -> dict[str, Any] | None:
+        try:
+            body = await self._call("GET", "/gpu/instance", f"read instance {instance_id}",
+                                    params={"instanceId": instance_id})
+        except Gone:
+            return None
+        return body if isinstance(body, dict) and body.get("id") else None
+
+    async def instances(self) -> list[dict[str, Any]]:
+        """Every instance of the account, every page read."""
+        found: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            body = await self._call("GET", "/gpu/instances", "list instances",
+                                    params={"pageSize": str(PAGE_SIZE), "pageNumber": str(page)})
+            rows = (body.get("instances") or body.get("data") or []) if isinstance(body, dict) else []
+            found += [row for row in rows if isinstance(row, dict)]
+            total = int(body.get("total") or 0) if isinstance(body, dict) else 0
+            if len(rows) < PAGE_SIZE or len(found) >= total:
+                return found
+            page += 1
+
+    async def delete(self, instance_id: str) -> None:
+        """`POST /gpu/instance/delete`; one already gone is not an error."""
+        try:
+            await self._call("POST", "/gpu/instance/delete", f"delete instance {instance_id}",
+                             json={"instanceId": instance_id})
+        except Gone:
+            return
+
+
+def gone(row: dict[str, Any] | None) -> bool:
+    return row is None or str(row.get("status") or "") in GONE_STATUSES
+
+
+def _message(body: Any) -> str:
+    if isinstance(body, dict):
+        for field in ("message", "reason", "error", "msg"):
+            if body.get(field):
+                return str(body[field])
+        return ""
+    return str(body or "")[:300]

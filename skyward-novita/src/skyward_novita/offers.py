@@ -1,0 +1,90 @@
+"""Novita's offers for `sky offers` and `sky.offers()`, read from its GPU product listing.
+
+A Novita offer is an instance of `count` GPUs (1 to 8) of one product (a GPU model in one
+cluster, which stands in the offer's `region`), at the listing's per-GPU prices times the count
+(`GET /products`, on demand and spot, the listing a pool creates from); products that cannot be
+deployed now are left out. Prices move, so a snapshot is kept an hour.
+
+The key is `$NOVITA_API_KEY` (or a pool's own, for its config's source); `$NOVITA_API_URL`
+points the source at another endpoint, as it does the sweeper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+from skyward.market.offer import Offer
+from skyward.market.source import MARKETPLACE_TTL
+from skyward.providers.credentials import CredentialStatus
+from skyward_novita.account import API_URL, locate_api_key, resolve_api_key
+from skyward_novita.catalog import PRICE_UNIT
+
+URL_VARIABLE = "NOVITA_API_URL"
+MAX_GPUS = 8
+
+
+def _card(name: str) -> tuple[str, float | None]:
+    """("RTX 4090", 24.0) from "RTX 4090 24GB"."""
+    found = re.search(r"\s*(\d+)\s*GB\s*$", name, re.IGNORECASE)
+    return (name[: found.start()].strip(), float(found[1])) if found else (name.strip(), None)
+
+
+def offers_of(product: dict[str, Any], spot: float | None, provider: str = "novita") -> Iterator[Offer]:
+    card, memory = _card(str(product.get("name") or product["id"]))
+    region = product.get("regions")
+    where = str(region[0]) if isinstance(region, list) and region else ""
+    price = float(product.get("price") or 0) / PRICE_UNIT
+    for count in range(1, MAX_GPUS + 1):
+        yield Offer(
+            provider=provider, instance_type=f"{count}x {product.get('name')}", accelerator=card,
+            accelerator_count=count, accelerator_memory_gb=memory,
+            vcpus=float(product.get("cpuPerGpu") or 0) * count or None,
+            memory_gb=float(product.get("memoryPerGpu") or 0) * count or None, region=where,
+            spot_price=spot * count if spot else None, on_demand_price=price * count if price else None,
+        )
+
+
+@attrs.frozen
+class NovitaOffers:
+    """Novita's GPU products and their prices, for one account and endpoint."""
+
+    api_key: str | None = attrs.field(default=None, repr=False)
+    api_url: str | None = None
+    name: str = "novita"
+    ttl: float = MARKETPLACE_TTL
+
+    @property
+    def key(self) -> str:
+        return self.api_url or os.environ.get(URL_VARIABLE) or API_URL
+
+    def credentials(self) -> CredentialStatus:
+        if self.api_key:
+            return CredentialStatus(found=True, where="Novita(api_key=...)")
+        return locate_api_key()
+
+    def fetch(self) -> list[Offer]:
+        from skyward_novita.api import NovitaAPI
+
+        api_key = resolve_api_key(self.api_key)
+
+        async def listing() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            api = NovitaAPI(api_key, self.key)
+            try:
+                return await api.products(1, spot=False), await api.products(1, spot=True)
+            finally:
+                await api.close()
+
+        on_demand, spot = asyncio.run(listing())
+        spot_prices = {row.get("id"): float(row.get("spotPrice") or 0) / PRICE_UNIT for row in spot}
+        return [
+            offer
+            for row in on_demand
+            if row.get("id") and row.get("availableDeploy", True)
+            for offer in offers_of(row, spot_prices.get(row["id"]), self.name)
+        ]

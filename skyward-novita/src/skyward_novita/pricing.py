@@ -1,0 +1,66 @@
+"""What Novita offers for a spec right now, read from its product listing.
+
+`offers` is what the provider tries at each launch (availability changes by the minute) and what
+`Novita.hourly_price(spec)` reports the first of, read on a short-lived thread with its own loop
+(the pool asks from inside its event loop); a price it cannot know is None, never an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import TYPE_CHECKING
+
+import structlog
+
+from skyward.errors import ConfigurationError
+from skyward_novita.account import resolve_api_key
+from skyward_novita.api import LOGGER, NovitaAPI
+from skyward_novita.catalog import KINDS, Offer, fits, no_product, plan, whole_gpus
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward_novita.config import Novita
+
+PRICE_TIMEOUT = 15.0
+
+
+def gpu_count(spec: Spec) -> int:
+    if spec.accelerator is None:
+        raise ConfigurationError(
+            "Novita runs GPU instances: give the pool an accelerator (accelerator=\"RTX_4090\")"
+        )
+    return whole_gpus(spec.accelerator.count)
+
+
+async def offers(api: NovitaAPI, spec: Spec, *, strict: bool = False) -> list[Offer]:
+    """The offers Novita can start now, in order; with `strict`, no product carrying the
+    accelerator at all is a `ProvisionError` naming what Novita has."""
+    gpus = gpu_count(spec)
+    products = {spot: await api.products(gpus, spot) for spot in KINDS[spec.allocation]}
+    if strict:
+        assert spec.accelerator is not None
+        names = [str(r.get("name")) for rows in products.values() for r in rows]
+        if not any(fits(name, spec.accelerator) for name in names):
+            raise no_product(spec, names)
+    return plan(spec, products, gpus)
+
+
+async def _estimate(config: Novita, spec: Spec) -> float | None:
+    api = NovitaAPI(resolve_api_key(config.api_key), config.url)
+    try:
+        found = await offers(api, spec)
+        return found[0].price if found else None
+    finally:
+        await api.close()
+
+
+def estimate_hourly_price(config: Novita, spec: Spec) -> float | None:
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="novita-price")
+    try:
+        return pool.submit(asyncio.run, _estimate(config, spec)).result(timeout=PRICE_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001 - unknown price; the launch reports the real error
+        structlog.get_logger(LOGGER).info("skyward.novita_price_unknown", error=str(exc))
+        return None
+    finally:
+        pool.shutdown(wait=False)

@@ -1,0 +1,193 @@
+"""`NovitaProvider`: a pool's GPU instances, created, read back and deleted through Novita's API.
+
+Only the API half is here (see `skyward.providers.cloud`): `prepare_cloud` checks the key and
+that Novita has a product carrying the accelerator; `launch` creates one instance per node,
+trying the offers (product, spot or not) in order and falling over to the next when Novita has
+no capacity, raising `CapacityError` for the base to retry when none has; `refresh` reports
+instances once Novita maps their port 22; `destroy` deletes them and waits until Novita no
+longer lists them. Keys, host key pinning, waiting, bootstrap and workers are the base's. No
+expiry lease is renewed: Novita has no tags, and an instance's name is its pool identity, so an
+instance whose client is gone is ended by the node's guardian alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+
+from skyward.errors import CapacityError, ProvisionError
+from skyward.guardian.boot import packed
+from skyward.providers.base import Cluster, Instance
+from skyward.providers.cloud import CloudProvider
+from skyward.providers.ssh import head_port
+from skyward_novita.account import resolve_api_key
+from skyward_novita.api import FAILED_STATUSES, LOGGER, Gone, NovitaAPI, gone
+from skyward_novita.catalog import Offer
+from skyward_novita.machine import (
+    chunks,
+    end_command,
+    environment,
+    instance_name,
+    pool_prefix,
+    ssh_address,
+    start_command,
+    start_script,
+)
+from skyward_novita.pricing import offers
+
+if TYPE_CHECKING:
+    from skyward.options import Options
+    from skyward.spec import Spec
+    from skyward_novita.config import Novita
+
+#: How long `destroy` waits for Novita to stop listing a deleted instance before it says so.
+CONFIRM_TIMEOUT = 90.0
+DELETE_ATTEMPTS = 4
+
+
+class NovitaProvider(CloudProvider):
+    name = "novita"
+    #: Never used: every guarded node ends itself through the API (`end_machine_command`).
+    shutdown_command = None
+
+    def __init__(self, config: Novita, options: Options | None = None) -> None:
+        super().__init__(options, python=config.python)
+        self.config = config
+        self.api_key = resolve_api_key(config.api_key)
+        self.api = NovitaAPI(self.api_key, config.url)
+        self._log = structlog.get_logger(LOGGER)
+        self.poll_interval = 2.0
+
+    def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
+        return end_command(self.config.url, instance_name(cluster.id, instance.node), instance.id)
+
+    async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
+        """Check the key and that a product carries the accelerator; rent nothing."""
+        try:
+            found = await offers(self.api, spec, strict=True)
+        except BaseException:
+            await self.api.close()
+            raise
+        self._log.info("skyward.novita_plan", pool=pool_id, offers=[str(o) for o in found],
+                       image=self.config.docker_image)
+        return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id))
+
+    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        return await self.launch_together(
+            cluster, nodes,
+            lambda n: self.retry_capacity(lambda: self._create(cluster, n), f"Novita instance for node {n}"),
+        )
+
+    async def _create(self, cluster: Cluster, node: int) -> Instance:
+        """Try each offer Novita can start now; only "no capacity" moves on to the next one."""
+        refused: list[str] = []
+        for offer in await offers(self.api, cluster.spec):
+            try:
+                instance_id = await self.api.create(self._request(cluster, node, offer))
+            except CapacityError as exc:
+                refused.append(str(offer))
+                self._log.info("skyward.novita_no_capacity", node=node, offer=str(offer), error=str(exc))
+                continue
+            if refused:
+                self._log.info("skyward.novita_fallback", node=node, offer=str(offer), refused=refused)
+            return Instance(
+                id=instance_id, node=node, ssh_user=self.config.ssh_user, hourly_rate=offer.price,
+                on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=str(offer),
+                vcpus=offer.vcpus, memory_gb=offer.memory_gb,
+            )
+        raise CapacityError(
+            f"Novita has no capacity for node {node} right now ({'; '.join(refused) or 'no product free'}); "
+            "it is retried until Options(provision_timeout=...) runs out"
+        )
+
+    def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, Any]:
+        """The `POST /gpu/instance/create` body (fields as Novita's "Create GPU Instance" documents)."""
+        assert self.access is not None
+        name = instance_name(cluster.id, node)
+        source = packed()
+        guardian = self.boot_guardian(cluster, node, end_command(self.config.url, name))
+        script = start_script(self.access, guardian, len(chunks("SKYWARD_GUARDIAN", source)))
+        env = environment(self.access, self.api_key, cluster.id, script, source)
+        body: dict[str, Any] = {
+            "name": name,
+            "productId": offer.product_id,
+            "gpuNum": offer.gpus,
+            "rootfsSize": int(cluster.spec.disk_gb or self.config.disk_gb),
+            "imageUrl": self.config.docker_image,
+            "ports": "22/tcp",
+            "envs": [{"key": k, "value": v} for k, v in env.items()],
+            "command": start_command(env),
+            "kind": "gpu",
+            "billingMode": "spot" if offer.spot else "onDemand",
+        }
+        if self.config.cluster_id:
+            body["clusterId"] = self.config.cluster_id
+        return body
+
+    async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
+        rows = await asyncio.gather(*(self.api.instance(i.id) for i in instances))
+        ready = []
+        for instance, row in zip(instances, rows, strict=True):
+            if gone(row) or str((row or {}).get("status")) in FAILED_STATUSES:
+                status = "deleted" if row is None else row.get("status")
+                why = ((row or {}).get("statusError") or {}).get("message") if row else None
+                reclaimed = '; a spot instance may have been reclaimed: try allocation="on-demand"'
+                raise ProvisionError(
+                    f"Novita instance {instance.id} (node {instance.node}) ended before it could be used "
+                    f"({status}{': ' + str(why) if why else ''}){reclaimed if instance.spot else ''}"
+                )
+            assert row is not None
+            address = ssh_address(row) if row.get("status") == "running" else None
+            if address is not None:
+                host, port = address
+                ready.append(attrs.evolve(instance, public_ip=host, private_ip=host, ssh_port=port))
+        return ready
+
+    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        """Delete every instance (a failed call is retried), then wait until none is listed."""
+        await asyncio.gather(*(self._delete(i) for i in instances))
+        deadline = time.monotonic() + CONFIRM_TIMEOUT
+        waiting = list(instances)
+        while waiting:
+            rows = await asyncio.gather(*(self.api.instance(i.id) for i in waiting))
+            waiting = [i for i, row in zip(waiting, rows, strict=True) if not gone(row)]
+            if not waiting:
+                break
+            if time.monotonic() >= deadline:
+                raise ProvisionError(
+                    f"Novita still lists {', '.join(i.id for i in waiting)} {CONFIRM_TIMEOUT:.0f} s after "
+                    "their deletion; check the Novita console"
+                )
+            await asyncio.sleep(self.poll_interval)
+        for instance in instances:
+            self._log.info("skyward.novita_instance_deleted", instance=instance.id, node=instance.node)
+
+    async def _delete(self, instance: Instance) -> None:
+        for attempt in range(DELETE_ATTEMPTS):
+            try:
+                await self.api.delete(instance.id)
+                return
+            except (ProvisionError, CapacityError) as exc:
+                if isinstance(exc, Gone) or attempt == DELETE_ATTEMPTS - 1:
+                    raise ProvisionError(
+                        f"Novita: could not delete {instance.id}: {exc}; delete it in the Novita console "
+                        "to stop billing"
+                    ) from exc
+                self._log.info("skyward.novita_delete_retry", instance=instance.id, error=str(exc))
+                await asyncio.sleep(self.poll_interval * (attempt + 1))
+
+    async def leftovers(self, cluster: Cluster) -> list[Instance]:
+        """Instances named for this pool that Novita still lists (a creation whose answer was lost)."""
+        prefix = pool_prefix(cluster.id)
+        return [
+            Instance(id=str(row["id"]), node=-1)
+            for row in await self.api.instances()
+            if row.get("id") and str(row.get("name", "")).startswith(prefix) and not gone(row)
+        ]
+
+    async def release(self, cluster: Cluster) -> None:
+        await self.api.close()

@@ -1,0 +1,170 @@
+"""From a spec to the Verda instance types, locations and prices a node may be deployed with.
+
+Verda sells fixed shapes ("1A100.22V": one A100, 22 vCPUs), each with an on-demand and a spot
+price per hour (`GET /instance-types`), and says which shapes each location can start right now
+(`GET /instance-availability`). An `Offer` is one way to rent a node: a type, a location, spot or
+not, at a price. `plan` lists them in the order the spec's allocation says ("spot" only spot,
+"on-demand" never spot, "spot-if-available" every spot offer first, "cheapest" both by price), so
+launching is "try each in turn": one that is refused for capacity falls over to the next.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from skyward.errors import ConfigurationError, ProvisionError
+
+if TYPE_CHECKING:
+    from skyward.accelerators import Accelerator
+    from skyward.spec import Spec
+
+_NOISE = frozenset({"", "nvidia", "geforce", "tesla", "sxm", "sxm4", "sxm5", "pcie", "gb"})
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.split(r"[^a-z0-9]+", text.lower())) - _NOISE
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _size(row: dict[str, Any], field: str, key: str) -> float:
+    part = row.get(field)
+    return _number(part.get(key)) if isinstance(part, dict) else 0.0
+
+
+@attrs.frozen
+class InstanceType:
+    """One row of `GET /instance-types` (prices per instance per hour, USD)."""
+
+    name: str
+    model: str
+    description: str
+    gpus: int
+    gpu_memory_gb: float
+    vcpus: int
+    memory_gb: float
+    price: float
+    spot_price: float
+
+    @classmethod
+    def from_api(cls, row: dict[str, Any]) -> InstanceType:
+        gpu = row.get("gpu") if isinstance(row.get("gpu"), dict) else {}
+        return cls(
+            name=str(row["instance_type"]), model=str(row.get("model") or ""),
+            description=str(row.get("name") or gpu.get("description") or row.get("description") or ""),
+            gpus=int(_number(gpu.get("number_of_gpus"))),
+            gpu_memory_gb=_size(row, "gpu_memory", "size_in_gigabytes"),
+            vcpus=int(_size(row, "cpu", "number_of_cores")),
+            memory_gb=_size(row, "memory", "size_in_gigabytes"),
+            price=_number(row.get("price_per_hour")), spot_price=_number(row.get("spot_price")),
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpus}x {self.model or self.description}" if self.gpus else f"CPU {self.vcpus} vCPU"
+
+
+@attrs.frozen
+class Offer:
+    """One way to deploy a node: a type in a location, spot or not, at `price` per hour."""
+
+    type: InstanceType
+    location: str
+    spot: bool
+
+    @property
+    def price(self) -> float:
+        return self.type.spot_price if self.spot else self.type.price
+
+    @property
+    def on_demand_price(self) -> float:
+        return self.type.price
+
+    def __str__(self) -> str:
+        kind = "spot" if self.spot else "on-demand"
+        return f"{self.type.name} ({self.type.label}) in {self.location}, {kind} ${self.price:.2f}/h"
+
+
+def whole_gpus(count: float) -> int:
+    if count != math.floor(count):
+        raise ConfigurationError(
+            f"Verda rents whole GPUs; accelerator count {count:g} is a fraction: ask for {math.ceil(count)}"
+        )
+    return int(count)
+
+
+def _fits_card(kind: InstanceType, accelerator: Accelerator) -> bool:
+    wanted = _words(accelerator.name.replace("_", " "))
+    if not wanted or not wanted <= _words(f"{kind.model} {kind.description}"):
+        return False
+    memory = accelerator.memory_gb
+    per_gpu = kind.gpu_memory_gb / kind.gpus if kind.gpus else 0.0
+    return not (memory and per_gpu and abs(per_gpu - memory) > 0.1 * memory)
+
+
+def matching(spec: Spec, types: Iterable[InstanceType]) -> list[InstanceType]:
+    """The types that carry the spec's accelerator (count, memory) and its vCPUs and memory."""
+    found = []
+    for kind in types:
+        if spec.accelerator is None:
+            if kind.gpus:
+                continue
+        elif kind.gpus != whole_gpus(spec.accelerator.count) or not _fits_card(kind, spec.accelerator):
+            continue
+        if (spec.vcpus and kind.vcpus < spec.vcpus) or (spec.memory_gb and kind.memory_gb < spec.memory_gb):
+            continue
+        found.append(kind)
+    if not found:
+        raise _no_type(spec, list(types))
+    return found
+
+
+def _no_type(spec: Spec, types: list[InstanceType]) -> ProvisionError:
+    acc = spec.accelerator
+    memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
+    wanted = "a CPU instance" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
+    names = sorted({t.model for t in types if t.model})
+    close = difflib.get_close_matches(acc.name if acc else "CPU", names, n=4, cutoff=0.3)
+    return ProvisionError(
+        f"Verda has no instance type with {wanted}"
+        + (f" and >= {spec.vcpus:g} vCPUs" if spec.vcpus else "")
+        + (f" and >= {spec.memory_gb:g} GB RAM" if spec.memory_gb else "")
+        + f"; close types: {', '.join(close or names[:6]) or 'none'}"
+    )
+
+
+KINDS = {
+    "spot": (True,), "on-demand": (False,), "spot-if-available": (True, False), "cheapest": (True, False),
+}
+
+
+def plan(
+    spec: Spec, types: Iterable[InstanceType], available: Mapping[bool, Mapping[str, set[str]]],
+    locations: tuple[str, ...] = (),
+) -> list[Offer]:
+    """Every offer the spec allows that Verda can start now, in the order to try them."""
+    offers = []
+    for spot in KINDS[spec.allocation]:
+        for kind in types:
+            if (kind.spot_price if spot else kind.price) <= 0:
+                continue
+            for location in sorted(available.get(spot, {}).get(kind.name, ())):
+                if locations and location not in locations:
+                    continue
+                offer = Offer(kind, location, spot)
+                if spec.max_hourly_cost is None or offer.price <= spec.max_hourly_cost:
+                    offers.append(offer)
+    if spec.allocation == "cheapest":
+        return sorted(offers, key=lambda o: o.price)
+    return sorted(offers, key=lambda o: (not o.spot, o.price))

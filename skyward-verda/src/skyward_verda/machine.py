@@ -1,0 +1,104 @@
+"""What a Verda VM is given at deploy time and how it ends itself: hostname, startup script, end command.
+
+Verda deploys VMs from an OS image, with SSH keys registered on the account and an optional
+startup script it runs as root at first boot. Each node gets its own script (`startup_script`):
+install the pool's host key as the only one and authorise the login key
+(`MachineAccess.container_script`, the key read from the script's own `SKYWARD_SSH_HOST_KEY`),
+restart sshd so it presents that key, keep the account's client credentials for the end command
+(mode 600, root's home), and start the node's guardian (`skyward.guardian.boot`) with an initial
+lease, so a VM whose client died before its first login still deletes itself. The image's sshd
+answers with a key of its own until the script ran: the provider waits for ours
+(`skyward.providers.probe`), never trusting another.
+
+Verda has no tags and no instance-scoped credentials: a VM is the pool's by its hostname,
+`skyward-<pool>-<node>`, and it deletes itself through the API (`end_command`) by that hostname
+with the account's credentials, which is why they are on the machine. Powering off would not do: a
+shut-down Verda instance is still billed.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from typing import TYPE_CHECKING
+
+from skyward.providers.cloud import HOST_KEY_VARIABLE
+
+if TYPE_CHECKING:
+    from skyward.guardian.boot import BootGuardian
+    from skyward.providers.cloud import MachineAccess
+    from skyward_verda.account import ClientCredentials
+
+#: Verda has no tags: a VM belongs to a pool by its hostname, `skyward-<pool>-<node>`.
+NAME_PREFIX = "skyward-"
+#: Where the startup script keeps the account's credentials for `end_command` (root's home).
+CREDENTIALS_FILE = ".skyward-verda.env"
+#: The shell word for the home folder the script writes to and the guardian's login will use.
+HOME = '"${HOME:-/root}"'
+
+_END = """
+import json, os, sys, urllib.request
+url, host = sys.argv[1].rstrip("/"), sys.argv[2]
+path = os.path.join(os.path.expanduser("~"), ".skyward-verda.env")
+env = dict(line.strip().split("=", 1) for line in open(path) if "=" in line)
+def call(method, route, body=None, token=None):
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + route, data=data, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        text = answer.read()
+    try:
+        return json.loads(text or b"null")
+    except ValueError:
+        return None
+login = {"grant_type": "client_credentials", "client_id": env["VERDA_CLIENT_ID"],
+         "client_secret": env["VERDA_CLIENT_SECRET"]}
+token = call("POST", "/oauth2/token", login)["access_token"]
+ids = [i["id"] for i in call("GET", "/instances", token=token) or [] if i.get("hostname") == host]
+if ids:
+    call("PUT", "/instances", {"id": ids, "action": "delete"}, token)
+"""
+
+
+def pool_prefix(pool_id: str) -> str:
+    return f"{NAME_PREFIX}{pool_id}-".lower()
+
+
+def hostname(pool_id: str, node: int) -> str:
+    return f"{pool_prefix(pool_id)}{node}"
+
+
+def end_command(api_url: str, host: str) -> str:
+    """What the node's guardian runs when the pool's lease lapses: the VM deletes itself through
+    Verda's API (`PUT /instances`, action delete), found by its hostname, with the credentials
+    the startup script kept. Python's standard library only: every Verda image has python3."""
+    q = shlex.quote
+    program = base64.b64encode(_END.strip().encode()).decode()
+    run = f"import base64; exec(base64.b64decode('{program}'))"  # one line: scripts are read by line
+    return f"python3 -c {q(run)} {q(api_url)} {q(host)}"
+
+
+def startup_script(
+    access: MachineAccess, credentials: ClientCredentials, guardian: BootGuardian | None = None
+) -> str:
+    """The node's startup script (bash, run as root at first boot). `set -e`: a VM that cannot
+    install the pool's keys must never answer SSH with the image's."""
+    q = shlex.quote
+    keep = (
+        f"(umask 077; printf 'VERDA_CLIENT_ID=%s\\nVERDA_CLIENT_SECRET=%s\\n' "
+        f"{q(credentials.client_id)} {q(credentials.client_secret)} > {HOME}/{CREDENTIALS_FILE})"
+    )
+    lines = [
+        "#!/bin/bash",
+        "set -e",
+        f"export {HOST_KEY_VARIABLE}={q(access.host_key_b64)}",
+        access.container_script(ssh_dir="/etc/ssh", home="/root"),
+        "systemctl restart ssh 2>/dev/null || systemctl restart sshd 2>/dev/null"
+        " || service ssh restart || true",
+        keep,
+    ]
+    if guardian is not None:
+        lines.append(guardian.command(home=HOME, inline=True))
+    return "\n".join(lines) + "\n"

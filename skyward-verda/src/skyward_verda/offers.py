@@ -1,0 +1,70 @@
+"""Verda's offers for `sky offers` and `sky.offers()`, read from its instance type listing.
+
+A Verda offer is one instance type ("1A100.22V": its GPUs, vCPUs and memory) at its on-demand
+and spot prices per hour (`GET /instance-types`, the listing a pool deploys from). The listing
+prices by type, not by location, so an offer names no region; which location can start a type
+right now is read when a pool launches. Spot prices move, so a snapshot is kept an hour.
+
+The credentials are `$VERDA_CLIENT_ID` / `$VERDA_CLIENT_SECRET` (or a pool's own, for its
+config's source); `$VERDA_API_URL` points the source at another endpoint, as it does the sweeper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import attrs
+
+from skyward.market.offer import Offer
+from skyward.market.source import MARKETPLACE_TTL
+from skyward.providers.credentials import CredentialStatus
+from skyward_verda.account import API_URL, locate_credentials, resolve_credentials
+from skyward_verda.catalog import InstanceType
+
+URL_VARIABLE = "VERDA_API_URL"
+
+
+def offer_of(kind: InstanceType, provider: str = "verda") -> Offer:
+    per_gpu = kind.gpu_memory_gb / kind.gpus if kind.gpus else None
+    return Offer(
+        provider=provider, instance_type=kind.name, accelerator=kind.model or None,
+        accelerator_count=kind.gpus, accelerator_memory_gb=per_gpu,
+        vcpus=kind.vcpus or None, memory_gb=kind.memory_gb or None,
+        spot_price=kind.spot_price, on_demand_price=kind.price,
+    )
+
+
+@attrs.frozen
+class VerdaOffers:
+    """Verda's instance types and their prices, for one account and endpoint."""
+
+    client_id: str | None = None
+    client_secret: str | None = attrs.field(default=None, repr=False)
+    api_url: str | None = None
+    name: str = "verda"
+    ttl: float = MARKETPLACE_TTL
+
+    @property
+    def key(self) -> str:
+        return self.api_url or os.environ.get(URL_VARIABLE) or API_URL
+
+    def credentials(self) -> CredentialStatus:
+        if self.client_id and self.client_secret:
+            return CredentialStatus(found=True, where="Verda(client_id=..., client_secret=...)")
+        return locate_credentials()
+
+    def fetch(self) -> list[Offer]:
+        from skyward_verda.api import VerdaAPI
+
+        credentials = resolve_credentials(self.client_id, self.client_secret)
+
+        async def listing() -> list[InstanceType]:
+            api = VerdaAPI(credentials, self.key)
+            try:
+                rows = await api.instance_types()
+                return [InstanceType.from_api(r) for r in rows if r.get("instance_type")]
+            finally:
+                await api.close()
+
+        return [offer_of(kind, self.name) for kind in asyncio.run(listing())]

@@ -1,0 +1,222 @@
+"""`VerdaProvider`: a pool's VMs, deployed, read back and deleted through Verda's API.
+
+Only the API half is here (see `skyward.providers.cloud`): `prepare_cloud` checks the
+credentials, finds the instance types that fit the spec and registers the pool's login key;
+`launch` deploys one VM per node with its own startup script (`machine`), trying the offers
+(type, location, spot or not) in order and falling over to the next one when Verda has no
+capacity, raising `CapacityError` for the base to retry when none has; `refresh` hands a VM over
+once it runs and its sshd presents the pool's host key; `destroy` deletes VMs and waits until
+Verda no longer lists them; `release` removes the scripts and the key. No expiry lease is renewed:
+Verda has no tags, and a VM's hostname is its pool identity, so a VM whose client is gone is
+ended by the node's guardian alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+
+from skyward.errors import CapacityError, ProvisionError
+from skyward.providers.base import Cluster, Instance
+from skyward.providers.cloud import CloudProvider
+from skyward.providers.probe import answers_with
+from skyward.providers.ssh import head_port
+from skyward_verda.account import resolve_credentials
+from skyward_verda.api import LOGGER, Gone, VerdaAPI, gone
+from skyward_verda.catalog import InstanceType, Offer
+from skyward_verda.machine import end_command, hostname, pool_prefix, startup_script
+from skyward_verda.pricing import instance_types, locations_for, offers
+
+if TYPE_CHECKING:
+    from skyward.options import Options
+    from skyward.spec import Spec
+    from skyward_verda.config import Verda
+
+#: How long `destroy` waits for Verda to stop listing a deleted VM before it says so.
+CONFIRM_TIMEOUT = 90.0
+#: Attempts at a delete call that failed for another reason than "already gone".
+DELETE_ATTEMPTS = 4
+#: How long a running VM may answer with its image's host key before it is handed over (and
+#: then refused by the pinned check): the startup script restarts sshd with ours within seconds.
+HOST_KEY_GRACE = 300.0
+
+
+class VerdaProvider(CloudProvider):
+    name = "verda"
+    #: Never used: every guarded node ends itself through the API (`end_machine_command`).
+    shutdown_command = None
+
+    def __init__(self, config: Verda, options: Options | None = None) -> None:
+        super().__init__(options, python=config.python)
+        self.config = config
+        self.credentials = resolve_credentials(config.client_id, config.client_secret)
+        self.api = VerdaAPI(self.credentials, config.url)
+        self._log = structlog.get_logger(LOGGER)
+        self._scripts: dict[int, str] = {}
+        self._foreign_key_since: dict[str, float] = {}
+        self.poll_interval = 2.0
+
+    def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
+        return end_command(self.config.url, hostname(cluster.id, instance.node))
+
+    # -- prepare -------------------------------------------------------------------------------------
+
+    async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
+        """Check the credentials, find the fitting types, register the login key; rent nothing."""
+        assert self.access is not None
+        try:
+            types = await instance_types(self.api, spec)
+            key_id = await self.api.add_ssh_key(f"skyward-{pool_id}", self.access.login_key)
+        except BaseException:
+            await self.api.close()  # teardown may never come for a pool that failed this early
+            raise
+        self._log.info(
+            "skyward.verda_plan", pool=pool_id, types=[t.name for t in types], image=self.config.image
+        )
+        return Cluster(
+            id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id),
+            state={"types": tuple(types), "ssh_key": key_id},
+        )
+
+    # -- launch --------------------------------------------------------------------------------------
+
+    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
+        return await self.launch_together(
+            cluster, nodes,
+            lambda n: self.retry_capacity(lambda: self._create(cluster, n), f"Verda VM for node {n}"),
+        )
+
+    async def _create(self, cluster: Cluster, node: int) -> Instance:
+        """Try each offer Verda can start now; only "no capacity" moves on to the next one."""
+        types: tuple[InstanceType, ...] = cluster.state["types"]
+        found = await offers(self.api, cluster.spec, list(types), locations_for(self.config, cluster.spec))
+        refused: list[str] = []
+        for offer in found:
+            try:
+                instance_id = await self.api.create_instance(await self._request(cluster, node, offer))
+            except CapacityError as exc:
+                refused.append(str(offer))
+                self._log.info("skyward.verda_no_capacity", node=node, offer=str(offer), error=str(exc))
+                continue
+            if refused:
+                self._log.info("skyward.verda_fallback", node=node, offer=str(offer), refused=refused)
+            return Instance(
+                id=instance_id, node=node, ssh_user=self.config.ssh_user, ssh_port=self.config.ssh_port,
+                hourly_rate=offer.price, on_demand_rate=offer.on_demand_price, spot=offer.spot,
+                instance_type=offer.type.name, vcpus=offer.type.vcpus, memory_gb=offer.type.memory_gb,
+            )
+        tried = "; ".join(refused) or f"no location has {', '.join(t.name for t in types)} free"
+        raise CapacityError(
+            f"Verda has no capacity for node {node} right now ({tried}); "
+            "it is retried until Options(provision_timeout=...) runs out"
+        )
+
+    async def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, Any]:
+        """The `POST /instances` body, with the node's startup script saved first (once)."""
+        assert self.access is not None
+        host = hostname(cluster.id, node)
+        if node not in self._scripts:
+            guardian = self.boot_guardian(cluster, node, end_command(self.config.url, host))
+            script = startup_script(self.access, self.credentials, guardian)
+            self._scripts[node] = await self.api.add_script(host, script)
+        return {
+            "instance_type": offer.type.name,
+            "image": self.config.image,
+            "ssh_key_ids": [cluster.state["ssh_key"]],
+            "startup_script_id": self._scripts[node],
+            "hostname": host,
+            "description": f"Skyward pool {cluster.id}, node {node}",
+            "location_code": offer.location,
+            "os_volume": {"name": f"{host}-os", "size": int(cluster.spec.disk_gb or self.config.disk_gb)},
+            "is_spot": offer.spot,
+        }
+
+    # -- refresh -------------------------------------------------------------------------------------
+
+    async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
+        rows = await asyncio.gather(*(self.api.instance(i.id) for i in instances))
+        ready = []
+        for instance, row in zip(instances, rows, strict=True):
+            where = f"Verda instance {instance.id} (node {instance.node})"
+            if gone(row) or (row or {}).get("status") == "error":
+                status = "deleted" if row is None else row.get("status")
+                reclaimed = '; a spot VM may have been reclaimed: try allocation="on-demand"'
+                hint = reclaimed if instance.spot else ""
+                raise ProvisionError(f"{where} ended before it could be used ({status}){hint}")
+            assert row is not None
+            ip = row.get("ip")
+            if row.get("status") != "running" or not ip:
+                continue
+            port = self.config.ssh_port
+            assert self.access is not None
+            answer = await answers_with(str(ip), port, self.access.host_key_public)
+            if answer is None or (answer is False and not self._grace_over(instance)):
+                continue
+            ready.append(attrs.evolve(instance, public_ip=str(ip), private_ip=str(ip), ssh_port=port))
+        return ready
+
+    def _grace_over(self, instance: Instance) -> bool:
+        first = self._foreign_key_since.setdefault(instance.id, time.monotonic())
+        return time.monotonic() - first >= HOST_KEY_GRACE
+
+    # -- destroy, leftovers, release -----------------------------------------------------------------
+
+    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        """Delete the VMs, retrying a failed call, then wait until Verda lists none of them."""
+        ids = [i.id for i in instances]
+        for attempt in range(DELETE_ATTEMPTS):
+            try:
+                await self.api.delete_instances(ids)
+                break
+            except (ProvisionError, CapacityError) as exc:
+                if isinstance(exc, Gone) or attempt == DELETE_ATTEMPTS - 1:
+                    raise ProvisionError(
+                        f"Verda: could not delete {', '.join(ids)}: {exc}; delete them in the Verda "
+                        "console to stop billing"
+                    ) from exc
+                self._log.info("skyward.verda_delete_retry", instances=ids, error=str(exc))
+                await asyncio.sleep(self.poll_interval * (attempt + 1))
+        await self._confirm_gone(instances)
+        for instance in instances:
+            self._foreign_key_since.pop(instance.id, None)
+            self._log.info("skyward.verda_instance_deleted", instance=instance.id, node=instance.node)
+
+    async def _confirm_gone(self, instances: list[Instance]) -> None:
+        deadline = time.monotonic() + CONFIRM_TIMEOUT
+        waiting = list(instances)
+        while waiting:
+            rows = await asyncio.gather(*(self.api.instance(i.id) for i in waiting))
+            waiting = [i for i, row in zip(waiting, rows, strict=True) if not gone(row)]
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                raise ProvisionError(
+                    f"Verda still lists {', '.join(i.id for i in waiting)} {CONFIRM_TIMEOUT:.0f} s after "
+                    "their deletion; check the Verda console"
+                )
+            await asyncio.sleep(self.poll_interval)
+
+    async def leftovers(self, cluster: Cluster) -> list[Instance]:
+        """VMs named for this pool that Verda still lists (a deployment whose answer was lost)."""
+        prefix = pool_prefix(cluster.id)
+        return [
+            Instance(id=str(row["id"]), node=-1)
+            for row in await self.api.instances()
+            if row.get("id") and str(row.get("hostname", "")).startswith(prefix) and not gone(row)
+        ]
+
+    async def release(self, cluster: Cluster) -> None:
+        """Delete the nodes' startup scripts (they hold the host key and credentials) and the
+        pool's login key; the HTTP session is closed last."""
+        try:
+            for script_id in self._scripts.values():
+                await self.api.delete_script(script_id)
+            self._scripts.clear()
+            if cluster.state.get("ssh_key"):
+                await self.api.delete_ssh_key(cluster.state["ssh_key"])
+        finally:
+            await self.api.close()
