@@ -1,0 +1,168 @@
+"""`sky.Compute(name=NAME)` attaching to a pool the pool server holds, instead of starting its own.
+
+When a server is named (`sky.Options(server=URL)`, the `server=` shortcut, or
+`$SKYWARD_SERVER_URL`) and it holds a ready pool called NAME, `sky.Compute(name=NAME)` returns an
+`AttachedPool`: the same operators and methods (`>>`, `@`, `>`, `&`/`sky.gather`, `map`,
+`current_nodes`), each dispatch sent to the server as one pickle (`skyward.server.dispatch`) and
+run there on the warm pool. Nothing is provisioned or bootstrapped, and leaving the block only
+detaches: the pool stays on the server. A server that holds no such pool leaves `sky.Compute` to
+start a pool of its own, as without a server; a server named with `Options(server=...)` that
+cannot be reached is an error, one found only through the environment a warning.
+
+What differs from a pool of one's own: a generator's items and a streamed `sky.gather` come back
+as one list when the call ends (not item by item), events are the server's (`pool.on` is refused),
+and `resize` is not offered. A function defined in a module of the project (not installed) is
+shipped by value, so the server need not import the project.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import sys
+import urllib.parse
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import cloudpickle
+
+from skyward import active
+from skyward.client import server_home
+from skyward.client.server_api import Client, ServerError
+from skyward.errors import ConfigurationError
+from skyward.function import PendingFunction, PendingFunctionGroup, not_a_call, unwrap_function
+
+
+def attach(name: str, options: Any, kwargs: dict[str, Any]) -> AttachedPool | None:
+    """The server's pool `name` when a server is named and holds it ready; None otherwise."""
+    explicit = kwargs.get("server") or (getattr(options, "server", None) if options is not None else None)
+    url = explicit or os.environ.get(server_home.URL_ENV)
+    if not url:
+        return None
+    try:
+        client = Client(url, server_home.server_token())
+        described = client.get(name)
+    except (ServerError, ConfigurationError) as error:
+        if getattr(error, "status", 0) == 404:
+            return None
+        if explicit:
+            raise ConfigurationError(f"Compute(name={name!r}, server={url!r}): {error}") from None
+        warnings.warn(f"{server_home.URL_ENV}={url}: {error}; starting a pool of this script's own",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    if described.get("state") != "ready":
+        raise ConfigurationError(
+            f"the server at {url} holds pool {name!r} but it is {described.get('state')}"
+            f"{': ' + described['error'] if described.get('error') else ''}; "
+            f"see `sky compute get {name}`"
+        )
+    return AttachedPool(name, client)
+
+
+def _dumps(value: Any, fn: Any) -> bytes:
+    """`value` pickled, `fn`'s module by value when it is the project's (under the current folder)."""
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    path = getattr(module, "__file__", None) or ""
+    ours = module is not None and module.__name__ != "__main__" and os.path.abspath(path).startswith(
+        os.getcwd() + os.sep)
+    if ours:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        return cloudpickle.dumps(value)
+    finally:
+        if ours:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+class AttachedPool:
+    """A pool the server holds, used from this process (see the module's doc)."""
+
+    def __init__(self, name: str, client: Client) -> None:
+        self.name = name
+        self.client = client
+        self._token: Any = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def _call(self, kind: str, payload: Any, target: Any, fn: Any) -> Any:
+        path = f"/v1/pools/{urllib.parse.quote(self.name, safe='')}/call"
+        status, value = cloudpickle.loads(self.client.call_pickled(path, _dumps((kind, payload, target), fn)))
+        if status == "error":
+            raise value
+        return value
+
+    # -- lifecycle: attaching and detaching; the pool itself stays on the server -----------------------
+
+    def __enter__(self) -> AttachedPool:
+        self._token = active.push(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        active.pop(self, self._token)
+        self._token = None
+        self.stop()
+
+    def start(self) -> AttachedPool:
+        return self
+
+    def stop(self, reason: str = "") -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    # -- dispatch ------------------------------------------------------------------------------------
+
+    def run(self, pending: PendingFunction[Any], *, target: int | str | None = None) -> Any:
+        value = self._call("run", _pending(pending), target, pending.fn)
+        return iter(value) if isinstance(value, list) and _is_generator(pending) else value
+
+    def run_async(self, pending: PendingFunction[Any], *, target: int | str | None = None
+                  ) -> concurrent.futures.Future[Any]:
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix=f"skyward-{self.name}")
+        return self._executor.submit(self.run, pending, target=target)
+
+    def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
+        return list(self._call("broadcast", _pending(pending), None, pending.fn))
+
+    def run_parallel(self, group: PendingFunctionGroup) -> Any:
+        value = self._call("parallel", group, None, group.items[0].fn if group.items else None)
+        return iter(value) if group.stream else value
+
+    def map(self, fn: Callable[..., Any], items: Iterable[Any]) -> list[Any]:
+        return list(self._call("map", (fn, list(items)), None, unwrap_function(fn)))
+
+    def current_nodes(self) -> int:
+        return int(self.client.get(self.name)["nodes"])
+
+    def on(self, event_type: type[Any], handler: Callable[[Any], None]) -> Callable[[], None]:
+        raise ConfigurationError(
+            f"pool {self.name!r} is held by the server at {self.client.url}: its events are the "
+            f"server's; follow them in the server's log, or start a pool of this script's own"
+        )
+
+    def __repr__(self) -> str:
+        return f"<sky.Pool {self.name} attached to {self.client.url}>"
+
+    def __rrshift__(self, value: Any) -> Any:
+        raise not_a_call(">>", value)
+
+    def __rmatmul__(self, value: Any) -> Any:
+        raise not_a_call("@", value)
+
+    def __lt__(self, value: Any) -> Any:
+        raise not_a_call(">", value)
+
+
+def _pending(pending: Any) -> PendingFunction[Any]:
+    if not isinstance(pending, PendingFunction):
+        from skyward.client.preparation import not_pending
+
+        raise not_pending(pending)
+    return pending
+
+
+def _is_generator(pending: PendingFunction[Any]) -> bool:
+    import inspect
+
+    return inspect.isgeneratorfunction(unwrap_function(pending.fn))

@@ -1,0 +1,386 @@
+"""The pools a server holds: real `sky.Compute` pools, started, used and ended off the event loop.
+
+A pool is built from a *pool table*: the same table a `[pools.NAME]` of skyward.toml is (with
+`[defaults]` laid under it and a named provider replaced by its table; `sky compute create` sends
+it), turned into a `Spec` and `Options` by `skyward.config_records.build_pool`, so a pool made by
+the server equals the one `sky.Compute(name=NAME)` makes in a script. The console is turned off:
+nobody watches the server's terminal.
+
+The pool API is synchronous and a pool's start takes from a second (Local) to minutes (a cloud),
+so each start and stop runs on a thread of its own and the HTTP handlers only read the `Held`
+record: `state` goes starting -> ready (or failed) -> stopping, then the record is gone. A script
+run (`run`) is a generator task (`skyward.server.script`) whose items are the script's output; one
+script runs on a node at a time (`sys.argv` is the worker's, see that module).
+
+Every change is written to the store first (`skyward.server.store`), so a server that dies leaves
+a row for every pool that may own machines; `restore` reads them at the next start.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import structlog
+
+from skyward.client.pool import Pool
+from skyward.config_records import build_pool
+from skyward.errors import SkywardError
+from skyward.function import function
+from skyward.observe.events import Event, Log, Metric
+from skyward.secrets import mask
+from skyward.server.files import pack, unpack
+from skyward.server.script import run_script
+from skyward.server.store import Store
+
+#: How long `close` waits for each pool to end before giving up on it.
+STOP_TIMEOUT = 600.0
+#: The providers whose pools a restarted server starts again on the same machines (see `restore`).
+ADOPTABLE = ("local", "ssh")
+
+
+class RequestError(Exception):
+    """A request the server refuses: `status` is the HTTP status, the message says what to fix."""
+
+    status = 400
+
+
+class NotFound(RequestError):
+    status = 404
+
+
+class Conflict(RequestError):
+    status = 409
+
+
+class Cancel:
+    """Set when the client of a run went away: every remote script stream it watches is closed."""
+
+    def __init__(self) -> None:
+        self._set = threading.Event()
+        self._remotes: list[Any] = []
+        self._lock = threading.Lock()
+
+    def is_set(self) -> bool:
+        return self._set.is_set()
+
+    def watch(self, remote: Any) -> None:
+        with self._lock:
+            self._remotes.append(remote)
+        if self._set.is_set():
+            remote.close()
+
+    def set(self) -> None:
+        self._set.set()
+        with self._lock:
+            remotes = list(self._remotes)
+        for remote in remotes:
+            remote.close()
+
+
+@attrs.define
+class Held:
+    """One pool the server holds, as the HTTP handlers see it."""
+
+    name: str
+    config: dict[str, Any]
+    state: str = "starting"
+    error: str | None = None
+    created: float = attrs.field(factory=time.time)
+    last_used: float = attrs.field(factory=time.time)
+    pool: Pool | None = None
+    running: int = 0
+    node_locks: dict[str, threading.Lock] = attrs.field(factory=dict)
+    started: threading.Event = attrs.field(factory=threading.Event)
+    #: node -> metric name -> its latest sample (`{"value", "unit"}`).
+    metrics: dict[str, dict[str, dict[str, Any]]] = attrs.field(factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        spec = self.pool.spec if self.pool is not None and self.state == "ready" else None
+        return {
+            "name": self.name, "state": self.state, "error": self.error,
+            "provider": _provider_name(self.config), "created": self.created, "last_used": self.last_used,
+            "nodes": self.pool.current_nodes() if self.pool is not None and self.state == "ready" else 0,
+            "accelerator": None if spec is None else _text(getattr(spec, "accelerator", None)),
+            "running": self.running, "config": self.config,
+        }
+
+
+def _provider_name(config: dict[str, Any]) -> str:
+    provider = config.get("provider")
+    if isinstance(provider, dict):
+        return str(provider.get("type", "?"))
+    return "local" if provider is None else str(provider)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(getattr(value, "name", value))
+
+
+def build(name: str, config: dict[str, Any]) -> Pool:
+    """The pool of `config` (a pool table), named `name`, not started; bad tables raise RequestError."""
+    where = f"pool {name!r}"
+    try:
+        spec, options = build_pool(dict(config), where)
+    except SkywardError as error:
+        raise RequestError(str(error)) from None
+    return Pool(spec, options=attrs.evolve(options, console=False), label=name)
+
+
+def end_machines(name: str, config: dict[str, Any]) -> None:
+    """End the machines a dead server's pool `name` left, through its provider's sweeper."""
+    from skyward.extension import registry
+
+    log = structlog.get_logger()
+    kind = _provider_name(config)
+    provider = config.get("provider")
+    region = provider.get("region") if isinstance(provider, dict) else None
+    for _distribution, answer in registry.answers("skyward_sweepers"):
+        for sweeper in answer if isinstance(answer, list | tuple) else [answer]:
+            if str(getattr(sweeper, "name", "")).lower() != kind:
+                continue
+            try:
+                machines = [m for m in sweeper.machines(region) if m.pool == name]
+                report = sweeper.end(machines, {name}, region)
+                log.info("skyward.server_pool_swept", pool=name, ended=len(report.ended),
+                         failed=len(report.failed))
+            except Exception as error:  # noqa: BLE001 - the guardians end them after ttl anyway
+                log.warning("skyward.server_sweep_failed", pool=name, error=mask(str(error)))
+
+
+class Pools:
+    """Every pool the server holds, by name."""
+
+    def __init__(self, store: Store, idle_timeout: float | None = None) -> None:
+        self.store = store
+        self.idle_timeout = idle_timeout
+        self._held: dict[str, Held] = {}
+        self._lock = threading.Lock()
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def create(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
+        """Start a pool called `name` on a thread; returns at once with its state "starting"."""
+        if not name or not name.replace("-", "").replace("_", "").isalnum():
+            raise RequestError(f"{name!r} is not a pool name: use letters, digits, '-' and '_'")
+        pool = build(name, config)  # a mistake in the table is the request's error, not the thread's
+        with self._lock:
+            if name in self._held:
+                raise Conflict(f"the server already holds a pool {name!r}; delete it first, or pick another")
+            held = self._held[name] = Held(name, config)
+        self.store.put_pool(name, config, "starting")
+        starter = threading.Thread(target=self._start, args=(held, pool), name=f"skyward-start-{name}",
+                                   daemon=True)
+        starter.start()
+        return held.describe()
+
+    def _start(self, held: Held, pool: Pool) -> None:
+        log = structlog.get_logger()
+        try:
+            held.pool = pool
+            pool.on(Event, lambda event: self._record(held, event))
+            pool.start()
+        except BaseException as error:  # noqa: BLE001 - a failed start is the pool's state, shown to clients
+            held.state, held.error = "failed", mask(f"{type(error).__name__}: {error}")
+            self.store.set_state(held.name, "failed", held.error)
+            log.warning("skyward.server_pool_failed", pool=held.name, error=held.error)
+        else:
+            if held.state == "starting":
+                held.state = "ready"
+                self.store.set_state(held.name, "ready")
+                log.info("skyward.server_pool_ready", pool=held.name, nodes=pool.current_nodes())
+        finally:
+            held.last_used = time.time()
+            held.started.set()
+
+    def _record(self, held: Held, event: Any) -> None:
+        """Keep a pool's event in its history; of its metric samples only each one's latest (in
+        memory, for `sky compute view`); its output lines not at all."""
+        name = held.name
+        if isinstance(event, Metric):
+            samples = held.metrics.setdefault(str(event.node), {})
+            samples[event.name] = {"value": event.value, "unit": event.unit}
+            return
+        if isinstance(event, Log):
+            return
+        try:
+            data = attrs.asdict(event, recurse=True) if attrs.has(type(event)) else {"event": str(event)}
+            self.store.event(name, type(event).__name__, {k: mask(str(v)) if isinstance(v, str) else v
+                                                          for k, v in data.items()})
+        except Exception as error:  # noqa: BLE001 - history is best effort; the pool goes on
+            structlog.get_logger().debug("skyward.server_event_not_kept", pool=name, error=str(error))
+
+    def delete(self, name: str, wait: bool = True) -> None:
+        """End the pool `name` (its machines released) and forget it."""
+        held = self._get(name)
+        with self._lock:
+            if held.state == "stopping":
+                raise Conflict(f"pool {name!r} is already being deleted")
+            previous, held.state = held.state, "stopping"
+        self.store.set_state(name, "stopping")
+        thread = threading.Thread(target=self._stop, args=(held, previous), name=f"skyward-stop-{name}",
+                                  daemon=True)
+        thread.start()
+        if wait:
+            thread.join(STOP_TIMEOUT)
+
+    def _stop(self, held: Held, previous: str) -> None:
+        held.started.wait(STOP_TIMEOUT)  # a pool still starting is ended once its start returns
+        try:
+            if held.pool is not None:
+                held.pool.stop(reason="deleted")
+        except Exception as error:  # noqa: BLE001 - logged; the pool is forgotten either way
+            structlog.get_logger().warning("skyward.server_pool_stop_failed", pool=held.name,
+                                           error=mask(str(error)))
+        finally:
+            with self._lock:
+                self._held.pop(held.name, None)
+            self.store.drop_pool(held.name)
+
+    def close(self) -> None:
+        """End every pool (the server is stopping), in parallel, each waited for."""
+        threads = []
+        for name in list(self._held):
+            try:
+                self.delete(name, wait=False)
+            except RequestError:
+                continue
+        for thread in threading.enumerate():
+            if thread.name.startswith("skyward-stop-"):
+                threads.append(thread)
+        for thread in threads:
+            thread.join(STOP_TIMEOUT)
+
+    def restore(self) -> dict[str, list[str]]:
+        """What a server that died left in the store, taken up again: `{"adopted": [...], "ended": [...]}`.
+
+        Pools on machines that outlive the server and can be reached again, Local and SSH, are
+        started again under the same name: on SSH that is the same node folders on the same hosts
+        (venv reused, and the guardian's lease renewed before it lapses). A pool on any other
+        provider is not reconnected to: its machines, found by the pool's mark, are ended through
+        the provider's sweeper (`sky down NAME` does the same), and its guardians end whatever the
+        sweeper could not reach `ttl` after the server died. See docs/server.md.
+        """
+        adopted: list[str] = []
+        ended: list[str] = []
+        for row in self.store.pools():
+            self.store.drop_pool(row.name)
+            if row.state not in ("stopping", "failed") and _provider_name(row.config) in ADOPTABLE:
+                try:
+                    self.create(row.name, row.config)
+                except RequestError as error:
+                    structlog.get_logger().warning("skyward.server_restore_failed", pool=row.name,
+                                                   error=mask(str(error)))
+                else:
+                    adopted.append(row.name)
+                    continue
+            if _provider_name(row.config) not in ADOPTABLE:
+                end_machines(row.name, row.config)
+            ended.append(row.name)
+        structlog.get_logger().info("skyward.server_restored", adopted=adopted, ended=ended)
+        return {"adopted": adopted, "ended": ended}
+
+    def reap_idle(self, now: float | None = None) -> list[str]:
+        """End the ready pools no run has used for `idle_timeout` seconds; their names."""
+        if self.idle_timeout is None:
+            return []
+        now = time.time() if now is None else now
+        ended = [
+            held.name for held in list(self._held.values())
+            if held.state == "ready" and held.running == 0 and now - held.last_used >= self.idle_timeout
+        ]
+        for name in ended:
+            structlog.get_logger().info("skyward.server_pool_idle", pool=name, idle_timeout=self.idle_timeout)
+            try:
+                self.delete(name, wait=False)
+            except RequestError:
+                continue
+        return ended
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def _get(self, name: str) -> Held:
+        held = self._held.get(name)
+        if held is None:
+            known = ", ".join(sorted(self._held)) or "none"
+            raise NotFound(f"the server holds no pool {name!r} (it holds: {known}); "
+                           f"create it with `sky compute create {name}`")
+        return held
+
+    def get(self, name: str) -> dict[str, Any]:
+        return self._get(name).describe()
+
+    def metrics(self, name: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """The latest sample of each metric, by node."""
+        return {node: dict(samples) for node, samples in dict(self._get(name).metrics).items()}
+
+    def list(self) -> list[dict[str, Any]]:
+        return [held.describe() for held in list(self._held.values())]
+
+    def wait_ready(self, name: str, timeout: float) -> dict[str, Any]:
+        """The pool once its start has returned (ready or failed), or as it is after `timeout`."""
+        self._get(name).started.wait(timeout)
+        return self.get(name)
+
+    # -- running scripts -----------------------------------------------------------------------------
+
+    def targets(self, name: str, node: str) -> tuple[Held, list[int | str]]:
+        """The pool and the nodes `node` names: "head", "all", or a node's rank."""
+        held = self._get(name)
+        if held.state != "ready" or held.pool is None:
+            why = f": {held.error}" if held.error else ""
+            raise Conflict(f"pool {name!r} is {held.state}{why}; wait for it to be ready "
+                           f"(`sky compute get {name}`)")
+        if node == "head":
+            return held, ["head"]
+        if node == "all":
+            return held, list(range(held.pool.current_nodes()))
+        try:
+            rank = int(node)
+        except ValueError:
+            raise RequestError(f"--node {node!r}: use head, all or a node's rank (0, 1, ...)") from None
+        nodes = held.pool.current_nodes()
+        if not 0 <= rank < nodes:
+            raise RequestError(f"--node {rank}: pool {name!r} has nodes 0 to {nodes - 1}")
+        return held, [rank]
+
+    def upload(self, name: str, node: str, data: bytes, destination: str) -> dict[str, list[str]]:
+        """Unpack the tar.gz `data` into `destination` on the nodes `node` names; paths by node."""
+        held, targets = self.targets(name, node)
+        assert held.pool is not None
+        call = function(unpack, timeout=None)(data, destination)
+        return {str(t if t != "head" else 0): held.pool.run(call, target=t) for t in targets}
+
+    def download(self, name: str, node: str, path: str) -> bytes:
+        """`path` on one node (`head` or a rank) as a tar.gz."""
+        if node == "all":
+            raise RequestError("download from one node: --node head or a rank")
+        held, targets = self.targets(name, node)
+        assert held.pool is not None
+        return bytes(held.pool.run(function(pack, timeout=None)(path), target=targets[0]))
+
+    def run(self, held: Held, target: int | str, script: str, source: str, argv: list[str],
+            cancel: Cancel) -> Iterator[tuple[str, Any]]:
+        """Run the script on one node; its `(stream, text)` chunks, then `("exit", code)`."""
+        assert held.pool is not None
+        lock = held.node_locks.setdefault(str(target), threading.Lock())
+        with lock:
+            held.running += 1
+            try:
+                call = function(run_script, timeout=None)(script, source, argv)
+                remote = held.pool.run(call, target=target)
+                cancel.watch(remote)
+                try:
+                    for item in remote:
+                        yield item
+                        if cancel.is_set():
+                            return
+                finally:
+                    remote.close()
+            finally:
+                held.running -= 1
+                held.last_used = time.time()
+                self.store.touch(held.name)
