@@ -229,3 +229,45 @@ def test_a_launcher_numbered_process_keeps_the_launcher_topology(clean_env: None
         assert dist.is_initialized()
         assert os.environ["MASTER_ADDR"] == "127.0.0.1" and os.environ["MASTER_PORT"] == str(port)
     assert not dist.is_initialized()
+
+
+# -- cuda="auto": the wheel build follows the base image's CUDA ----------------------------------------
+
+
+def runpod(image: object) -> sky.RunPod:
+    return sky.RunPod(api_key="rpa_test_key_not_used", container_image=image)
+
+
+def _index_for(provider: object) -> str:
+    from types import SimpleNamespace
+
+    cluster = SimpleNamespace(spec=SimpleNamespace(provider=provider))
+    (index,) = sky.plugins.torch().transform(sky.Image(), cluster).pip_indexes
+    return index.url.rsplit("/", 1)[1]
+
+
+def test_auto_follows_a_containers_helper_image_given_to_runpod() -> None:
+    assert _index_for(runpod(sky.containers.cuda("12.6"))) == "cu126"
+
+
+def test_auto_reads_the_cuda_version_a_plain_reference_spells() -> None:
+    assert _index_for(sky.VastAI(docker_image="nvidia/cuda:12.4.1-devel-ubuntu22.04")) == "cu124"
+
+
+def test_auto_takes_the_newest_build_no_newer_than_the_images_cuda() -> None:
+    # an image whose tag says nothing, its CUDA given: 12.2 runs wheels built for 12.1
+    image = sky.containers.DockerImage.of("registry.example/team/train:7", cuda="12.2")
+    assert _index_for(runpod(image)) == "cu121"
+
+
+def test_auto_is_cu128_where_the_provider_runs_no_container() -> None:
+    assert _index_for(sky.Local()) == "cu128"
+
+
+def test_an_explicit_build_wins_over_the_image() -> None:
+    from types import SimpleNamespace
+
+    provider = runpod(sky.containers.cuda("12.6"))
+    cluster = SimpleNamespace(spec=SimpleNamespace(provider=provider))
+    (index,) = sky.plugins.torch(cuda="cpu").transform(sky.Image(), cluster).pip_indexes
+    assert index.url.endswith("/cpu")

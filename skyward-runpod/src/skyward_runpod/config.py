@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from skyward.options import Options
     from skyward.providers.credentials import CredentialStatus
     from skyward.spec import Spec
+    from skyward_runpod.offers import RunPodOffers
     from skyward_runpod.provider import RunPodProvider
 
 #: An official RunPod image with CUDA, PyTorch, Python and sshd: `python=` can reuse its torch.
@@ -34,7 +35,12 @@ CLOUD_TYPES = ("SECURE", "COMMUNITY", "ALL")
 
 
 def _image(value: object) -> str:
-    """A tag (`"runpod/pytorch:..."`), or any object that carries one (`image_name`, `image`, `name`)."""
+    """A tag (`"runpod/pytorch:..."`), a `sky.DockerImage` (`sky.containers.runpod_pytorch("2.8")`),
+    or any object that carries one (`image_name`, `image`, `name`)."""
+    from skyward.containers import DockerImage, image_ref
+
+    if isinstance(value, DockerImage):
+        return image_ref(value, provider="RunPod", argument="container_image")  # keeps what it knows of CUDA
     if isinstance(value, str):
         name = value
     else:
@@ -139,11 +145,23 @@ class RunPod:
 
         return estimate_hourly_price(self, spec)
 
+    def offer_source(self) -> RunPodOffers:
+        """This account's GPU pods and prices in Skyward's catalog (`sky offers`), which a pool
+        with several specs and `selection="cheapest"` prices its specs from (`skyward.market`)."""
+        from skyward_runpod.offers import RunPodOffers
+
+        return RunPodOffers(api_key=self.api_key, graphql_url=self.gql_url, clouds=self.clouds)
+
     @classmethod
     def credentials(cls, check: bool = False) -> CredentialStatus:
-        """For `sky providers`: whether `$RUNPOD_API_KEY` holds a key (the argument aside); read
-        from the environment only. `check` makes no call yet (`verified` stays None)."""
+        """For `sky providers`: whether `$RUNPOD_API_KEY` holds a key (the argument aside), read
+        from the environment; `check` also lists the account's pods with it (`verify`)."""
         from skyward.providers.credentials import locate_secret
         from skyward_runpod.account import API_KEY_VARIABLE
 
-        return locate_secret(API_KEY_VARIABLE)
+        status = locate_secret(API_KEY_VARIABLE)
+        if not check:
+            return status
+        from skyward_runpod.verify import verify
+
+        return verify(status)

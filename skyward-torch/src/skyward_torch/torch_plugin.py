@@ -68,6 +68,31 @@ __all__ = ["TORCH_INDEX", "distributed_env", "torch", "wheel_packages"]
 
 #: PyTorch's wheel index; the CUDA build (``cu128``, ``cpu``, ...) is the last path segment.
 TORCH_INDEX = "https://download.pytorch.org/whl"
+#: The CUDA builds PyTorch's index publishes, oldest first; ``cuda="auto"`` picks among them.
+TORCH_CUDA_BUILDS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
+#: ``cuda="auto"`` where the base image says nothing of its CUDA.
+DEFAULT_CUDA_BUILD = "cu128"
+#: The provider config fields that name a node's base image (RunPod, Vast.ai, Novita).
+_IMAGE_FIELDS = ("container_image", "docker_image")
+
+
+def cuda_build(cluster: Any) -> str:
+    """``cuda="auto"``: the newest build of PyTorch's index no newer than the CUDA of the pool's base
+    image (a driver runs wheels built for its CUDA or older), ``DEFAULT_CUDA_BUILD`` when the
+    image does not say (`skyward.containers.cuda_of`) or the provider runs no container."""
+    from skyward.containers import cuda_of
+
+    config = getattr(getattr(cluster, "spec", None), "provider", None)
+    image = next((getattr(config, f) for f in _IMAGE_FIELDS if getattr(config, f, None) is not None), None)
+    version = cuda_of(image) if image is not None else None
+    if version is None:
+        return DEFAULT_CUDA_BUILD
+
+    def as_tuple(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split("."))
+
+    fitting = [build for build in TORCH_CUDA_BUILDS if as_tuple(build) <= as_tuple(version)]
+    return f"cu{(fitting[-1] if fitting else TORCH_CUDA_BUILDS[0]).replace('.', '')}"
 
 #: Environment variables the process group is formed from (``init_method="env://"``).
 TOPOLOGY_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
@@ -181,7 +206,7 @@ def _default_group_owned(dist: Any) -> Iterator[None]:
 def torch(
     *,
     backend: str | None = None,
-    cuda: str = "cu128",
+    cuda: str = "auto",
     version: str = "latest",
     vision: str | bool | None = None,
     audio: str | bool | None = None,
@@ -195,7 +220,9 @@ def torch(
         Process group backend; ``None`` picks ``"nccl"`` where CUDA is available and ``"gloo"``
         otherwise (decided on the worker).
     cuda
-        The wheel build on PyTorch's index: ``"cu128"``, ``"cu126"``, ..., or ``"cpu"``.
+        The wheel build on PyTorch's index: ``"cu128"``, ``"cu126"``, ..., or ``"cpu"``; ``"auto"``
+        (the default) follows the CUDA of the provider's base image (``RunPod(container_image=
+        sky.containers.cuda("12.6"))`` gives ``cu126``) and is ``cu128`` where none is known.
     version
         ``"latest"`` (unpinned), a version (``"2.6.0"`` -> ``torch==2.6.0``) or a specifier
         (``">=2.5"``).
@@ -215,9 +242,9 @@ def torch(
         raise ConfigurationError(f"torch(timeout={timeout!r}): expected a positive number of seconds or None")
     requirements = wheel_packages(version, vision, audio)
     names = tuple(_package_name(requirement) for requirement in requirements)
-    index = PipIndex(url=f"{TORCH_INDEX}/{cuda.strip()}", packages=names)
-
     def transform(image: Image, cluster: Any) -> Image:
+        build = cuda_build(cluster) if cuda.strip() == "auto" else cuda.strip()
+        index = PipIndex(url=f"{TORCH_INDEX}/{build}", packages=names)
         return image.with_pip(*requirements).with_pip_index(index)
 
     @contextmanager
