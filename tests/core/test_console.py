@@ -216,3 +216,117 @@ def test_detached_console_stops_printing() -> None:
 )
 def test_format_duration_is_short(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+# --- metrics, the summary, the live area ---------------------------------------------------------------
+
+
+def _metrics(node: int, at: float, cpu: float, memory: float = 40.0) -> list[ev.Event]:
+    """One batch of a node's figures: its samples share the moment they were taken."""
+    return [
+        ev.Metric(node=node, name="cpu", value=cpu, unit="%", time=at),
+        ev.Metric(node=node, name="memory", value=memory, unit="%", time=at),
+    ]
+
+
+def test_log_mode_writes_each_nodes_metrics_at_most_every_30_seconds() -> None:
+    batches = [m for t in range(0, 62, 2) for m in _metrics(0, 1000.0 + t, cpu=float(t))]
+    lines = [line for line in _run("log", batches).splitlines() if " metrics " in line]
+    assert [line.split("INFO  ", 1)[1] for line in lines] == [
+        "metrics node 0: cpu 0%, memory 40%",
+        "metrics node 0: cpu 30%, memory 40%",
+    ]
+
+
+def test_rich_and_minimal_modes_print_no_metric_lines() -> None:
+    batches = [m for t in range(0, 62, 2) for m in _metrics(0, 1000.0 + t, cpu=50.0)]
+    assert "cpu" not in _run("minimal", batches)
+    assert "metrics node" not in _run("rich", batches, TTYStringIO())
+
+
+def test_the_end_summary_gives_tasks_and_each_nodes_mean_and_peak_use() -> None:
+    events = _lifecycle()
+    figures = [*_metrics(0, 1001.0, cpu=20.0), *_metrics(0, 1003.0, cpu=80.0), *_metrics(1, 1001.0, cpu=10.0)]
+    out = _run("log", [*events[:-1], *figures, events[-1]])
+    tail = [line.split("INFO  ", 1)[1] for line in out.splitlines()[-4:]]
+    assert tail == [
+        "pool destroyed after 1m 23s",
+        "tasks: 1 done, 0 failed",
+        "node 0: cpu 50% avg, 80% peak; mem 40% avg, 40% peak",
+        "node 1: cpu 10% avg, 10% peak; mem 40% avg, 40% peak",
+    ]
+
+
+def test_the_live_area_shows_how_long_a_step_has_lasted_and_a_row_per_node() -> None:
+    from rich.console import Console as RichConsole
+
+    from skyward.observe.dashboard import Meters
+    from skyward.observe.live import LiveArea, View
+
+    meters = Meters()
+    for event in [*_metrics(0, 1.0, cpu=10.0), *_metrics(0, 2.0, cpu=90.0)]:
+        meters.record(event)  # type: ignore[arg-type]
+    screen = io.StringIO()
+    area = LiveArea(RichConsole(file=io.StringIO(), width=120))
+    try:
+        now = time.time()
+        area.show(View(status="pool: ready 0/2", since=now - 65, phases=((1, "pip", now - 41.5),),
+                       rows=tuple(meters.rows())))
+        RichConsole(file=screen, width=120, color_system=None).print(area)
+    finally:
+        area.stop()
+    text = screen.getvalue()
+    assert "pool: ready 0/2 (node 1: pip 41.5s) · 1m 05s" in text, text
+    assert "node 0  cpu ▂▇" in text and " 90%" in text and "mem ▄▄" in text, text
+
+
+# -- tasks: counted, not narrated ------------------------------------------------------------------
+
+
+def _task_events(count: int, start: float = 1000.0, step: float = 0.01) -> list[ev.Event]:
+    events: list[ev.Event] = []
+    for i in range(count):
+        at = start + i * step
+        events.append(ev.TaskStarted(task_id=i, name="noop", node=0, time=at))
+        events.append(ev.TaskCompleted(task_id=i, name="noop", node=0, success=True, duration=0.001, time=at))
+    return events
+
+
+def test_log_mode_prints_no_line_per_task_but_a_progress_line_now_and_then() -> None:
+    # 1,000 tasks over 10 s: a progress line every 5 s, none per task
+    out = _run("log", _task_events(1000))
+    assert "noop#" not in out
+    progress = re.findall(r"tasks: ([\d,]+) done, 0 failed, \d+ running \(([\d,]+)/s\)", out)
+    assert len(progress) == 1, out
+    assert progress[0][1] == "100", out
+
+
+def test_a_failed_task_is_printed_at_once_among_counted_tasks() -> None:
+    failed = ev.TaskCompleted(
+        task_id=7, name="boom", node=1, success=False, duration=0.5, error="ValueError: x"
+    )
+    out = _run("log", [*_task_events(3), ev.TaskStarted(task_id=7, name="boom", node=1), failed])
+    assert re.search(r"ERROR task boom#7 failed on node 1 after .*ValueError: x", out), out
+    assert "noop#" not in out
+
+
+def test_task_detail_prints_each_tasks_start_and_end() -> None:
+    stream = io.StringIO()
+    bus = ev.EventBus()
+    console = Console("log", stream=stream, task_detail=True)
+    console.attach(bus)
+    for event in _task_events(2):
+        bus.emit(event)
+    out = stream.getvalue()
+    assert "task noop#0 started on node 0" in out and "task noop#1 done on node 0" in out
+
+
+def test_a_pool_logging_at_debug_prints_each_task(capsys: pytest.CaptureFixture[str]) -> None:
+    @sky.function
+    def one() -> int:
+        return 1
+
+    options = sky.Options(console="log", logging=sky.LogConfig(level="DEBUG", file=None))
+    with sky.Compute(provider=sky.Local(), options=options) as pool:
+        assert one() >> pool == 1
+    assert re.search(r"task one#\d+ done on node 0", capsys.readouterr().err)

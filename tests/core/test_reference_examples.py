@@ -831,7 +831,9 @@ def test_worker_concurrency_and_log_console(capsys: pytest.CaptureFixture[str]) 
     err = capsys.readouterr().err
     # plain append-only `HH:MM:SS LEVEL message` lines
     assert re.search(r"^\d\d:\d\d:\d\d INFO  pool ready: 1 node\(s\)", err, re.M), err
-    assert re.search(r"^\d\d:\d\d:\d\d INFO  task nap#\d+ done on node 0", err, re.M), err
+    # tasks are counted, not narrated line by line: the end summary says how many ran
+    assert not re.search(r"task nap#\d+ done", err), err
+    assert re.search(r"^\d\d:\d\d:\d\d INFO  tasks: 2 done, 0 failed", err, re.M), err
 
 
 def test_pool_options_example() -> None:

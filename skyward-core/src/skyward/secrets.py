@@ -69,6 +69,8 @@ _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#@:]*:)(?
 
 _registry: set[str] = set()
 _lock = threading.Lock()
+#: Moves on every change of the registry, so a reader can keep its own sorted copy until it does.
+_generation = 0
 
 
 # --- what is a secret ---------------------------------------------------------------------------
@@ -128,8 +130,12 @@ def register_secret(value: str) -> None:
     if not isinstance(value, str):
         return
     candidates = [value, *url_passwords(value)]
+    global _generation
     with _lock:
+        before = len(_registry)
         _registry.update(v for v in candidates if len(v) >= MIN_SECRET_LENGTH)
+        if len(_registry) != before:
+            _generation += 1
 
 
 def registered_secrets() -> tuple[str, ...]:
@@ -138,10 +144,17 @@ def registered_secrets() -> tuple[str, ...]:
         return tuple(sorted(_registry))
 
 
+def registry_generation() -> int:
+    """A number that changes whenever the registered secrets do (a cache key for their order)."""
+    return _generation
+
+
 def clear_secrets() -> None:
     """Forget every registered secret (`skyward.observe.logging.reset_logging`, for tests and embedders)."""
+    global _generation
     with _lock:
         _registry.clear()
+        _generation += 1
 
 
 # --- masking ------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from skyward.client.tasks import RemoteGenerator, TaskState, Waiter
 from skyward.errors import PoolClosedError
 from skyward.extension import registry
 from skyward.function import PendingFunction, PendingFunctionGroup, check_timeout, not_a_call, unwrap_function
-from skyward.observe.events import Event, EventBus
+from skyward.observe.events import Event, EventBus, ShutdownRequested
 from skyward.secrets import mask_exception
 
 
@@ -57,12 +57,25 @@ class _FromFleet:
 class Pool:
     """A pool of nodes; a context manager that provisions on enter and tears down on exit."""
 
+    def __new__(cls, *specs: Any, name: str | None = None, options: Any = None, **kwargs: Any) -> Any:
+        # `sky.Compute(name=NAME)` while a pool server holds NAME: the server's pool (client/attach.py).
+        if cls is Pool and name is not None and not specs:
+            from skyward.client.attach import attach
+
+            attached = attach(name, options, kwargs)
+            if attached is not None:
+                return attached
+        return super().__new__(cls)
+
     def __init__(self, *specs: Any, name: str | None = None, options: Any = None, **kwargs: Any) -> None:
         from skyward.resolve import resolve_compute_args
 
         on_event = kwargs.pop("on_event", None)
+        # The pool server (skyward/server/) builds a pool's specs from its own table and names the
+        # pool with `label=`: a name without loading skyward.toml.
+        label = kwargs.pop("label", None)
         self.specs, self.options = resolve_compute_args(*specs, name=name, options=options, **kwargs)
-        self.name = name or f"pool-{uuid.uuid4().hex[:8]}"
+        self.name = name or label or f"pool-{uuid.uuid4().hex[:8]}"
         self.bus = EventBus()
         if on_event is not None:
             self.bus.on(Event, on_event)
@@ -92,6 +105,8 @@ class Pool:
     image = _FromFleet()
     bootstrap_ops = _FromFleet()
     workers_per_node = _FromFleet()
+    #: The pool's distributed collections (`sky.dict`, `sky.lock`...: skyward/collections/store.py).
+    collections = _FromFleet()
 
     # -- public: events ----------------------------------------------------------------------------------
 
@@ -163,6 +178,7 @@ class Pool:
         self._autoscale.start(self.spec.nodes)
 
     async def _stop(self, reason: str) -> None:
+        self.bus.emit(ShutdownRequested(reason=reason or "exit", pool=self.name))
         self._fleet.closing = True
         self._deadlines.stop()
         await self._autoscale.stop()
@@ -170,6 +186,7 @@ class Pool:
         for task in self._scheduler.drain():
             task.fail(PoolClosedError(f"{task.name}() was not run: {why}"))
         await self._fleet.teardown(reason)
+        self._fleet.collections.close(reason)  # the collections' state lives as long as the pool
 
     # -- public: dispatch --------------------------------------------------------------------------------
 
@@ -298,7 +315,8 @@ class Pool:
         configure_logging(self.options.logging)
         mode = self.options.console_mode
         if mode != "silent":
-            self._console = Console(mode)
+            level = getattr(self.options.logging, "level", "INFO")
+            self._console = Console(mode, task_detail=level == "DEBUG")
             self._console.attach(self.bus)
 
     def _install_sigterm(self) -> None:

@@ -6,6 +6,12 @@ and agents polling a file), "minimal" (milestones, failures and remote output on
 Remote `Log` lines are printed in every mode but "silent": a `print` inside a task must reach the
 client live. "rich" falls back to "log" when the stream is not a terminal, because cursor movement is
 unreadable once captured to a file.
+
+Tasks are counted, not narrated: "log" prints a progress line (done, failed, running, rate) at
+most every `PROGRESS_INTERVAL` seconds while tasks complete, and every failure as it happens; a
+line per task start and end only with `task_detail` (the pool sets it when its log level is
+DEBUG). A pool of 10,000 short tasks would otherwise print 20,000 lines and spend more time
+writing them than running the tasks.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from typing import Literal, TextIO
 import attrs
 
 from skyward.observe import events as ev
+from skyward.observe.dashboard import Meters, format_duration
+from skyward.observe.live import LiveArea, View
 from skyward.secrets import mask
 
 ConsoleMode = Literal["rich", "minimal", "log", "silent"]
@@ -26,6 +34,8 @@ ConsoleMode = Literal["rich", "minimal", "log", "silent"]
 __all__ = ["Console", "ConsoleMode", "format_duration", "resolve_mode"]
 
 _LEVEL_STYLES = {"INFO": "", "WARN": "yellow", "ERROR": "bold red"}
+#: Seconds between two task progress lines of the "log" console.
+PROGRESS_INTERVAL = 5.0
 
 
 def resolve_mode(mode: ConsoleMode | bool, stream: TextIO) -> ConsoleMode:
@@ -49,17 +59,6 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def format_duration(seconds: float) -> str:
-    """`4.2s`, `3m 07s`, `1h 02m`: short enough for a status line, precise where it matters."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
 @attrs.frozen
 class _Line:
     """One rendered message: its level, its text, and whether "minimal" shows it."""
@@ -76,21 +75,32 @@ class Console:
     Handlers run in the pool's event-loop thread; a lock keeps lines whole when several threads emit.
     """
 
-    def __init__(self, mode: ConsoleMode | bool = "rich", stream: TextIO | None = None) -> None:
+    def __init__(
+        self, mode: ConsoleMode | bool = "rich", stream: TextIO | None = None, *, task_detail: bool = False
+    ) -> None:
         self._stream: TextIO = stream if stream is not None else sys.stderr
         self.mode: ConsoleMode = resolve_mode(mode, self._stream)
+        #: A line per task start and end ("log"), instead of a progress line now and then.
+        self.task_detail = task_detail
+        #: When the last progress line was printed, and the tasks done and failed by then.
+        self._progress_at: float | None = None
+        self._progress_count = 0
         self._lock = threading.RLock()
         self._total = 0
         self._requested_at: float | None = None
         self._provisioned: set[int] = set()
         self._bootstrapped: set[int] = set()
         self._ready: set[int] = set()
-        self._phase: dict[int, str] = {}
+        #: Each node's bootstrap phase in progress, and when it started.
+        self._phase: dict[int, tuple[str, float]] = {}
         self._running_tasks = 0
+        self._busy_since: float | None = None
         self._pool_ready = False
-        self._shutting_down = False
+        self._shutting_down: float | None = None
+        self._tasks = {"done": 0, "failed": 0}
+        self._meters = Meters()
         self._rich = None
-        self._status = None
+        self._live: LiveArea | None = None
         if self.mode == "rich":
             from rich.console import Console as RichConsole
 
@@ -101,20 +111,25 @@ class Console:
         return bus.on(ev.Event, self.handle)
 
     def close(self) -> None:
-        """Stop the live status line (rich mode); safe to call more than once."""
+        """Stop and clear the live area (rich mode); safe to call more than once."""
         with self._lock:
-            if self._status is not None:
-                self._status.stop()
-                self._status = None
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
 
     def handle(self, event: ev.Event) -> None:
         """Update progress counters from `event` and print what it means in this mode."""
         if self.mode == "silent":
             return
+        kind = type(event)
+        counted = self.mode != "rich" and not self.task_detail
+        if counted and (kind is ev.TaskStarted or kind is ev.TaskCompleted):
+            self._count_task(event)  # twice per task: counted, printed only now and then
+            return
         with self._lock:
             line = self._describe(event)
             if self.mode == "rich":
-                self._refresh_status()  # first, so the line printed above it shows the new counts
+                self._refresh_live()  # first, so the line printed above it shows the new counts
             if line is not None:
                 self._write(line, event.time)
 
@@ -128,6 +143,13 @@ class Console:
         match event:
             case ev.Log(node=node, line=line):
                 return _Line("INFO", f"[node {node}] {line}", milestone=True, remote=True)
+            case ev.Metric(node=node):
+                # A new batch means the node's last one is whole: the log writes it, now and then.
+                written, meters = None, self._meters
+                if self.mode == "log" and meters.opens(event) and meters.due_for_log(node, event.time):
+                    written = _Line("INFO", "metrics " + meters.line(node))
+                self._meters.record(event)
+                return written
             case ev.ClusterRequested(nodes=nodes, spec_summary=summary):
                 self._total, self._requested_at = nodes, event.time
                 name = f"pool {event.pool}" if event.pool else "pool"
@@ -143,9 +165,10 @@ class Console:
             case ev.ClusterProvisioned(nodes=nodes):
                 return _Line("INFO", f"all {nodes} node(s) provisioned")
             case ev.BootstrapPhase(node=node, phase=phase, event="started"):
-                self._phase[node] = phase
+                self._phase[node] = (phase, event.time)
                 return _Line("INFO", f"node {node}: bootstrap {phase}...")
             case ev.BootstrapPhase(node=node, phase=phase, event="completed", seconds=secs):
+                self._phase.pop(node, None)
                 return _Line("INFO", f"node {node}: bootstrap {phase} done in {format_duration(secs)}")
             case ev.BootstrapPhase(node=node, phase=phase):
                 return _Line("ERROR", f"node {node}: bootstrap {phase} failed", milestone=True)
@@ -188,14 +211,21 @@ class Console:
             case ev.InstanceDestroyed(node=node, instance_id=iid):
                 return _Line("INFO", f"node {node}: destroyed {iid}")
             case ev.TaskStarted(task_id=tid, name=name, node=node):
+                if not self._running_tasks:
+                    self._busy_since = event.time
                 self._running_tasks += 1
-                text = f"task {name}#{tid} started on node {node}"
-                return _Line("INFO", text) if self.mode == "log" else None
+                if self.mode != "log" or not self.task_detail:
+                    return None
+                return _Line("INFO", f"task {name}#{tid} started on node {node}")
             case ev.TaskCompleted(task_id=tid, name=name, node=node, success=ok, duration=d, error=err):
                 self._running_tasks = max(0, self._running_tasks - 1)
+                self._tasks["done" if ok else "failed"] += 1
                 if ok:
-                    text = f"task {name}#{tid} done on node {node} in {format_duration(d)}"
-                    return _Line("INFO", text) if self.mode == "log" else None
+                    if self.mode != "log":
+                        return None
+                    if self.task_detail:
+                        return _Line("INFO", f"task {name}#{tid} done on node {node} in {format_duration(d)}")
+                    return self._progress(event.time)
                 text = f"task {name}#{tid} failed on node {node} after {format_duration(d)}{_suffix(err)}"
                 return _Line("ERROR", text, milestone=True)
             case ev.TaskRetried(task_id=tid, name=name, node=node, attempt=n, reason=reason):
@@ -204,16 +234,52 @@ class Console:
                 where = f"node {node}: " if node is not None else ""
                 return _Line("ERROR", f"{where}{'fatal: ' if fatal else ''}{message}", milestone=True)
             case ev.ShutdownRequested(reason=reason):
-                self._shutting_down = True
+                self._shutting_down = event.time
                 return _Line("INFO", f"shutting down{_suffix(reason)}")
             case ev.ClusterDestroyed(seconds=secs, cost=cost):
-                self._shutting_down = self._pool_ready = False
+                self._shutting_down, self._pool_ready = None, False
                 if not secs and self._requested_at is not None:
                     secs = event.time - self._requested_at
                 self._requested_at = None
                 spent = f", ~${cost:.2f}" if cost else ""
-                return _Line("INFO", f"pool destroyed after {format_duration(secs)}{spent}", milestone=True)
+                text = f"pool destroyed after {format_duration(secs)}{spent}"
+                if self.mode != "minimal":  # minimal: milestones only
+                    text += self._summary()
+                return _Line("INFO", text, milestone=True)
         return None
+
+    def _count_task(self, event: ev.Event) -> None:
+        """A task's start or end outside the rich console: count it; print a failure, or a
+        progress line when one is due."""
+        with self._lock:
+            if type(event) is ev.TaskStarted:
+                if not self._running_tasks:
+                    self._busy_since = event.time
+                self._running_tasks += 1
+                return
+            if not event.success:  # type: ignore[attr-defined]
+                line = self._describe(event)  # counted there, and always printed
+            else:
+                self._running_tasks = max(0, self._running_tasks - 1)
+                self._tasks["done"] += 1
+                line = self._progress(event.time) if self.mode == "log" else None
+            if line is not None:
+                self._write(line, event.time)
+
+    def _progress(self, now: float) -> _Line | None:
+        """The "log" console's task progress line, when `PROGRESS_INTERVAL` has passed since the last
+        (the first one waits that long too: a handful of tasks needs no progress line)."""
+        if self._progress_at is None:
+            self._progress_at, self._progress_count = now, 0
+            return None
+        elapsed = now - self._progress_at
+        if elapsed < PROGRESS_INTERVAL:
+            return None
+        done, failed = self._tasks["done"], self._tasks["failed"]
+        rate = (done + failed - self._progress_count) / elapsed
+        self._progress_at, self._progress_count = now, done + failed
+        return _Line("INFO", f"tasks: {done:,} done, {failed:,} failed, {self._running_tasks:,} running "
+                             f"({rate:,.0f}/s)")
 
     # --- output ----------------------------------------------------------------------------------
 
@@ -230,37 +296,46 @@ class Console:
             return
         if self.mode == "log":
             stamp = time.strftime("%H:%M:%S", time.localtime(when))
-            text = f"{stamp} {line.level:<5} {line.text}"
+            # Every line stamped, a summary's and an error's detail too: a log is read line by line.
+            text = "\n".join(f"{stamp} {line.level:<5} {part}" for part in line.text.split("\n"))
         else:
             text = line.text
         self._stream.write(text + "\n")
         self._stream.flush()  # append-only output is polled by people and agents while the pool runs
 
-    def _refresh_status(self) -> None:
-        """Show a spinner while something is in progress, with counts; stop it when nothing is."""
-        text = self._status_text()
-        if text is None:
-            self.close()
-        elif self._status is None:
-            assert self._rich is not None
-            self._status = self._rich.status(text)
-            self._status.start()
-        else:
-            self._status.update(text)
+    def _refresh_live(self) -> None:
+        """Show what is in progress (counts, each step's elapsed time) and the nodes' metrics.
 
-    def _status_text(self) -> str | None:
-        if self._shutting_down:
-            return "shutting down..."
+        The live area runs from the first event until `close`; nothing in progress leaves it empty.
+        """
+        if self._live is None:
+            assert self._rich is not None
+            self._live = LiveArea(self._rich)
+        status, since = self._status_text()
+        phases = tuple((node, phase, started) for node, (phase, started) in sorted(self._phase.items()))
+        running = self._pool_ready and self._shutting_down is None
+        rows = tuple(self._meters.rows()) if running else ()
+        self._live.show(View(status=status, since=since, phases=phases if status else (), rows=rows))
+
+    def _status_text(self) -> tuple[str | None, float | None]:
+        """The spinner's text and since when its step has lasted (None, None: nothing in progress)."""
+        if self._shutting_down is not None:
+            return "shutting down...", self._shutting_down
         if self._requested_at is not None and not self._pool_ready:
             parts = [f"provisioned {self._count(self._provisioned)}",
                      f"bootstrapped {self._count(self._bootstrapped)}",
                      f"ready {self._count(self._ready)}"]
-            phases = ", ".join(f"node {n}: {p}" for n, p in sorted(self._phase.items()))
-            return "pool: " + ", ".join(parts) + (f" ({phases})" if phases else "")
+            return "pool: " + ", ".join(parts), self._requested_at
         if self._running_tasks:
-            return f"{self._running_tasks} task(s) running"
-        return None
+            return f"{self._running_tasks} task(s) running", self._busy_since
+        return None, None
 
+    def _summary(self) -> str:
+        """The end of the pool's story: its tasks and each node's utilisation (when it was sampled)."""
+        done, failed = self._tasks["done"], self._tasks["failed"]
+        text = f"\ntasks: {done} done, {failed} failed" if done or failed else ""
+        nodes = self._meters.summary()
+        return text + "".join(f"\n{line}" for line in nodes)
 
 def _suffix(reason: str) -> str:
     return f": {reason}" if reason else ""

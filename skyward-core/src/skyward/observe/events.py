@@ -28,7 +28,7 @@ import attrs
 import structlog
 
 from skyward.secrets import MASK as MASK
-from skyward.secrets import mask_ordered, mask_secrets, masking_order, registered_secrets
+from skyward.secrets import mask_ordered, mask_secrets, masking_order, registered_secrets, registry_generation
 from skyward.task.instance import (
     InstanceInfo,  # at runtime, so typing.get_type_hints and cattrs resolve events
 )
@@ -361,7 +361,11 @@ def redact(event: E, secrets: Iterable[str]) -> E:
     bootstrap command or a remote print must be masked before the event is emitted. URL passwords
     (`https://user:password@host`) are masked too, even when `secrets` is empty.
     """
-    ordered = masking_order(secrets)
+    return redact_ordered(event, masking_order(secrets))
+
+
+def redact_ordered(event: E, ordered: list[str]) -> E:
+    """`redact` with the secrets already in `masking_order` (the bus sorts them once, not per event)."""
     changes: dict[str, str] = {}
     for name in _field_names(type(event)):
         value = getattr(event, name)
@@ -403,6 +407,9 @@ class EventBus:
     _subscriptions: list[_Subscription] = attrs.field(factory=list, init=False)
     _secrets: set[str] = attrs.field(factory=set, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    #: The secrets to mask, longest first, and the (bus secrets, registry) state they were sorted for.
+    _ordered: list[str] = attrs.field(factory=list, init=False)
+    _ordered_for: tuple[int, int] = attrs.field(default=(-1, -1), init=False)
 
     def on(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
         """Call `handler` for every emitted event that is an instance of `event_type`.
@@ -412,7 +419,7 @@ class EventBus:
         """
         subscription = _Subscription(event_type, handler)  # type: ignore[arg-type]
         with self._lock:
-            self._subscriptions.append(subscription)
+            self._subscriptions = [*self._subscriptions, subscription]  # emit reads it without the lock
 
         def unsubscribe() -> None:
             with self._lock:
@@ -431,15 +438,19 @@ class EventBus:
         if value:
             with self._lock:
                 self._secrets.add(value)
+                self._ordered_for = (-1, -1)
 
     def emit(self, event: Event) -> None:
         """Deliver `event` to every matching handler; never raises because of a handler."""
         if not self._subscriptions:  # nobody listens (console and logging off): the common fast path
             return
-        with self._lock:
-            subscriptions = list(self._subscriptions)
-            secrets = [*self._secrets, *registered_secrets()]
-        event = redact(event, secrets)
+        subscriptions = self._subscriptions  # replaced whole on (un)subscribe, never changed in place
+        state = (len(self._secrets), registry_generation())
+        if state != self._ordered_for:
+            with self._lock:
+                self._ordered = masking_order([*self._secrets, *registered_secrets()])
+                self._ordered_for = state
+        event = redact_ordered(event, self._ordered)
         for subscription in subscriptions:
             if not isinstance(event, subscription.event_type):
                 continue
