@@ -3,7 +3,9 @@
 Two OpenSSH servers on 127.0.0.2 and 127.0.0.3 (the test suite's fixture, `tests/ssh/ssh_hosts.py`)
 stand in for two hosts; `sky.SSH(python=sys.executable)` bootstraps each in seconds. The figures
 are the sequential no-op round trip p50 and `pool.map` of no-ops, as in the latency and throughput
-cases, but through asyncssh and sshd instead of pipes. Only Skyward runs it: the peers have no
+cases, but through asyncssh and sshd instead of pipes, and the time a two-host pool takes to be
+ready on fresh hosts (cold: the venv built, skyward installed) and again on the same hosts (warm:
+the environment reused, `skyward.bootstrap.environments`). Only Skyward runs it: the peers have no
 SSH transport. Needs `sshd` (Debian's openssh-server); without it the case reports "missing".
 """
 
@@ -26,6 +28,8 @@ def figures() -> list[Figure]:
     return [
         Figure("ssh.p50", "ssh loopback: no-op round trip p50 (us)", "us", "lower"),
         Figure("ssh.tasks_per_s", "ssh loopback: no-op tasks/s", "tasks/s", "higher"),
+        Figure("ssh.cold_start_s", "ssh loopback: 2-host pool ready, fresh hosts (s)", "s", "lower"),
+        Figure("ssh.warm_start_s", "ssh loopback: 2-host pool ready, warm hosts (s)", "s", "lower"),
     ]
 
 
@@ -39,21 +43,31 @@ def available() -> bool:
 
 
 def measure(config: Config) -> dict[str, list[float]]:
-    import cloudpickle
-
     import bench_tasks
-    import skyward as sky
+    import cloudpickle
     from ssh_hosts import ssh_pool, start_hosts
+
+    import skyward as sky
 
     # The hosts' workers do not see this folder: ship the benchmark's tasks by value.
     cloudpickle.register_pickle_by_value(bench_tasks)
+    runs: dict[str, list[float]] = {"ssh.p50": [], "ssh.tasks_per_s": [], "ssh.cold_start_s": [],
+                                    "ssh.warm_start_s": []}
+    for _ in range(config.repeat):
+        fresh = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2)
+        try:
+            for key in ("ssh.cold_start_s", "ssh.warm_start_s"):
+                began = time.perf_counter()
+                with ssh_pool(fresh):
+                    runs[key].append(time.perf_counter() - began)
+        finally:
+            fresh.stop()
     hosts = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2)
     try:
         with ssh_pool(hosts) as pool:
             noop = sky.function(bench_tasks.noop)
             for _ in range(config.pick(200, 50)):
                 noop() >> pool
-            runs: dict[str, list[float]] = {"ssh.p50": [], "ssh.tasks_per_s": []}
             count = config.pick(5_000, 500)
             for _ in range(config.repeat):
                 samples = []

@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--repeat N] [--json PATH] [--peers A,B]
 
-Cases: start, latency, throughput, payload, joblib, ssh, floor (see the case_*.py modules). Every
+Cases: start, latency, throughput, payload, joblib, ssh, collections, floor (see the case_*.py modules). Every
 figure is measured `--repeat` times per framework and the table shows the medians; the JSON file
 keeps every run. Peers (Ray, Dask, loky, ProcessPoolExecutor) are optional: one that is not
 installed shows "missing" (`pip install -r benchmarks/requirements.txt`), one left out with
@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
 
+import case_collections  # noqa: E402
 import case_floor  # noqa: E402
 import case_joblib  # noqa: E402
 import case_latency  # noqa: E402
@@ -37,8 +38,8 @@ from common import FAILED, MISSING, NOT_APPLICABLE, SKIPPED, Config, Figure  # n
 
 #: Cases that share one warm pool of 2 per framework.
 WARM_CASES = (case_latency, case_throughput, case_payload)
-CASES = {c.NAME: c for c in (case_start, *WARM_CASES, case_joblib, case_ssh, case_floor)}
-ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "floor")
+CASES = {c.NAME: c for c in (case_start, *WARM_CASES, case_joblib, case_ssh, case_collections, case_floor)}
+ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "collections", "floor")
 
 
 def log(message: str) -> None:
@@ -194,6 +195,27 @@ def run_ssh(config: Config, selected: list[str]) -> list[Figure]:
     return figures
 
 
+def run_collections(config: Config, selected: list[str]) -> list[Figure]:
+    """Skyward's distributed collections on Local (case_collections): no peer has them here."""
+    figures = case_collections.figures()
+    for peer_class in peers.ALL:
+        if peer_class.name not in case_collections.PEERS:
+            mark(figures, peer_class.name, NOT_APPLICABLE)
+    status = peer_status(peers.by_name("Skyward"), selected)
+    if status is not None:
+        mark(figures, "Skyward", status)
+        return figures
+    log("collections: Skyward on Local")
+    try:
+        for key, values in case_collections.measure(config).items():
+            for value in values:
+                _figure(figures, key).add("Skyward", value)
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        mark(figures, "Skyward", FAILED)
+    return figures
+
+
 def run_floor(config: Config) -> list[Figure]:
     figures = case_floor.figures()
     log("floor")
@@ -317,6 +339,20 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
     rows.append(row("joblib vs loky backend", "<= 1.2x loky's time", r, None if r is None else r <= 1.2))
     p50 = m("ssh.p50")
     rows.append(row("ssh loopback: no-op p50", "under 1 ms", p50, None if p50 is None else p50 < 1000, " us"))
+    warm = m("ssh.warm_start_s")
+    met = None if warm is None else warm < 1
+    rows.append(row("ssh: warm 2-host pool ready", "under 1 s", warm, met, " s"))
+    r = m("collections.vs_noop")
+    name = "collections: strong increment p50 vs no-op round trip"
+    rows.append(row(name, "<= 2x", r, None if r is None else r <= 2))
+    r = m("collections.eventual_vs_strong")
+    name = "collections: eventual vs strong increments/s"
+    rows.append(row(name, ">= 10x", r, None if r is None else r >= 10))
+    for executor in ("thread", "process"):
+        total = m(f"collections.total_{executor}")
+        met = None if total is None else total == case_collections.TOTAL
+        name = f"collections: 10,000 increments, 4 nodes, {executor}"
+        rows.append(row(name, "exactly 10,000", total, met, ""))
     return rows
 
 
@@ -351,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         results += run_joblib(config, args.peer_names)
     if "ssh" in args.cases:
         results += run_ssh(config, args.peer_names)
+    if "collections" in args.cases:
+        results += run_collections(config, args.peer_names)
     by_key = {f.key: f for f in (*results, *floor)}
     goals = targets(by_key)
     elapsed = time.perf_counter() - began

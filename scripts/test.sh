@@ -8,5 +8,17 @@ if ! command -v sshd >/dev/null 2>&1 && ! /usr/sbin/sshd -V >/dev/null 2>&1; the
   $sudo apt-get update
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y openssh-server
 fi
+# The volume tests mount buckets with rclone over FUSE (fusermount3): install them when missing.
+if ! command -v rclone >/dev/null 2>&1 || ! command -v fusermount3 >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y fuse3 rclone
+fi
+# The console test draws the rich console in a real terminal: tmux's.
+if ! command -v tmux >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y tmux
+fi
 bash scripts/install.sh -r requirements-test.txt
 python3 -m pytest tests "$@"

@@ -167,7 +167,7 @@ class Machines:
                     self._boot(instance, row["PrivateIpAddress"])
                 elif state == "running" and instance in self.servers:
                     self._obey_shutdown(instance)
-                elif state in ("shutting-down", "terminated", "stopping", "stopped") and instance in self.servers:
+                elif state in GONE_OR_STOPPED and instance in self.servers:
                     self.servers.pop(instance).stop()
 
     def _boot(self, instance: str, address: str) -> None:
@@ -215,6 +215,8 @@ class Machines:
             self.servers.clear()
 
 
+#: EC2 states in which the machine no longer runs (its sshd is stopped).
+GONE_OR_STOPPED = ("shutting-down", "terminated", "stopping", "stopped")
 #: The file a machine's `shutdown` leaves in its folder: the hypervisor sees the machine power off.
 POWERED_OFF = "powered-off"
 

@@ -29,6 +29,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
 
 from aws_cloud import FaultProxy, Machines, Network, proxy_handler  # noqa: E402
+from fake_imds import FakeIMDS  # noqa: E402
 from moto_support import moto_server
 from ssh_hosts import free_port, workers_of  # noqa: E402
 
@@ -125,6 +126,16 @@ def machines(ec2: Any, network: Network, tmp_path: Path) -> Iterator[Machines]:
     finally:
         watcher.stop()
         thread.join(5)
+
+
+@pytest.fixture
+def imds(machines: Machines) -> Iterator[FakeIMDS]:
+    """The machines' instance metadata service (IMDSv2), which a test arms with spot notices."""
+    service = FakeIMDS(machines.homes).start()
+    try:
+        yield service
+    finally:
+        service.stop()
 
 
 @pytest.fixture

@@ -41,3 +41,13 @@ def test_by_default_ssh_is_opened_to_the_clients_own_address_found_by_aws_echo_s
     assert config.ssh_cidr is None
     assert config.ip_lookup_url == "https://checkip.amazonaws.com"
     assert AWS(ssh_cidr="0.0.0.0/0").ssh_cidr == "0.0.0.0/0"
+
+
+def test_spot_notices_come_from_aws_own_metadata_service_unless_told_otherwise() -> None:
+    config = AWS()
+    assert (config.metadata_url, config.replace_on_rebalance) == ("http://169.254.169.254", False)
+    assert AWS(metadata_url="http://[fd00:ec2::254]").metadata_url == "http://[fd00:ec2::254]"
+    with pytest.raises(ConfigurationError, match=r"AWS\(metadata_url='169.254.169.254'\).*root URL"):
+        AWS(metadata_url="169.254.169.254")
+    with pytest.raises(ConfigurationError, match="replace_on_rebalance"):
+        AWS(replace_on_rebalance="yes")  # type: ignore[arg-type]

@@ -104,7 +104,8 @@ def test_an_instance_whose_client_was_killed_during_the_bootstrap_terminates_its
     ec2: Any, faults: FaultProxy, network: Network, machines: Machines, skyward_home: Path, tmp_path: Path
 ) -> None:
     bootstrapping = tmp_path / "bootstrapping"
-    client, started = start_client(tmp_path, faults, network, machines, op=f"touch {bootstrapping}; sleep 600")
+    hold = f"touch {bootstrapping}; sleep 600"
+    client, started = start_client(tmp_path, faults, network, machines, op=hold)
     try:
         assert wait_until(bootstrapping.exists, 180), (tmp_path / "client.log").read_text()
     finally:

@@ -14,14 +14,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ["floor", "start", "latency", "throughput", "payload", "joblib", "ssh"]
+CASES = ["floor", "start", "latency", "throughput", "payload", "joblib", "ssh", "collections"]
 ROWS = {
     "start": ["start.pool2", "start.shutdown2", "start.pool4", "start.shutdown4"],
     "latency": ["latency.p50", "latency.p99", "latency.vs_pipe", "latency.vs_mp_pipe"],
     "throughput": ["throughput.tasks_per_s"],
     "payload": ["payload.to_worker", "payload.from_worker"],
     "joblib": ["joblib.wall"],
-    "ssh": ["ssh.p50", "ssh.tasks_per_s"],
+    "ssh": ["ssh.p50", "ssh.tasks_per_s", "ssh.cold_start_s", "ssh.warm_start_s"],
+    "collections": [
+        "collections.increment_p50", "collections.noop_p50", "collections.vs_noop",
+        "collections.strong_per_s", "collections.eventual_per_s", "collections.eventual_vs_strong",
+        "collections.total_thread", "collections.total_process",
+    ],
 }
 FLOOR = [
     "floor.pingpong_p50",

@@ -24,8 +24,9 @@ def test_local_and_ssh_are_always_listed_with_credentials_found(sky: Sky) -> Non
 
 def test_each_installed_cloud_names_the_distribution_that_offers_it(sky: Sky) -> None:
     rows = by_type(sky.json("providers"))
-    assert {t: rows[t]["distribution"] for t in ("aws", "runpod", "vastai")} == {
+    assert {t: rows[t]["distribution"] for t in ("aws", "runpod", "vastai", "verda", "novita")} == {
         "aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
+        "verda": "skyward-verda", "novita": "skyward-novita",
     }
 
 
@@ -43,6 +44,18 @@ def test_a_vastai_key_file_written_by_its_cli_is_found(sky: Sky) -> None:
     key_file = write(sky.root / "user" / ".config" / "vastai" / "vast_api_key", "vast-test-key\n")
     credentials = by_type(sky.json("providers"))["vastai"]["credentials"]
     assert (credentials["found"], credentials["where"]) == (True, str(key_file))
+
+
+def test_verda_credentials_are_found_only_with_both_variables(sky: Sky) -> None:
+    both = {"VERDA_CLIENT_ID": "verda-id", "VERDA_CLIENT_SECRET": "verda-secret"}
+    assert by_type(sky.json("providers", **both))["verda"]["credentials"]["found"] is True
+    credentials = by_type(sky.json("providers", VERDA_CLIENT_ID="verda-id"))["verda"]["credentials"]
+    assert credentials["found"] is False and "$VERDA_CLIENT_SECRET" in credentials["where"]
+
+
+def test_a_novita_key_in_the_environment_is_found(sky: Sky) -> None:
+    credentials = by_type(sky.json("providers", NOVITA_API_KEY="nv-test-key"))["novita"]["credentials"]
+    assert credentials == {"found": True, "where": "$NOVITA_API_KEY", "verified": None, "detail": ""}
 
 
 def test_aws_credentials_come_from_the_standard_variables(sky: Sky) -> None:

@@ -111,7 +111,9 @@ def test_image_metrics_none_means_disabled_and_is_kept() -> None:
 
 
 def test_image_metrics_list_becomes_a_tuple() -> None:
-    collector = object()
+    import skyward as sky
+
+    collector = sky.metrics.CPU()
     assert Image(metrics=[collector]).metrics == (collector,)
 
 

@@ -219,6 +219,12 @@ def test_options_with_a_non_boolean_cluster_is_rejected() -> None:
         Options(cluster="yes")  # type: ignore[arg-type]
 
 
+def test_options_cluster_takes_true_false_or_none() -> None:
+    assert Options(cluster=True).cluster is True
+    assert Options(cluster=False).cluster is False
+    assert Options().cluster is None
+
+
 def test_options_survive_pickle() -> None:
     options = Options(worker=Worker(concurrency=2), logging=LogConfig(level="DEBUG"), console="log")
     assert pickle.loads(pickle.dumps(options)) == options

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DISTRIBUTIONS = ["core", "aws", "runpod", "vastai", "torch", "jax"]
+DISTRIBUTIONS = ["core", "aws", "runpod", "vastai", "verda", "novita", "torch", "jax"]
 
 
 @pytest.mark.parametrize("name", DISTRIBUTIONS)

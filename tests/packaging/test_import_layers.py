@@ -35,6 +35,8 @@ PACKAGES = {
     "skyward_aws": ROOT / "skyward-aws" / "src" / "skyward_aws",
     "skyward_runpod": ROOT / "skyward-runpod" / "src" / "skyward_runpod",
     "skyward_vastai": ROOT / "skyward-vastai" / "src" / "skyward_vastai",
+    "skyward_verda": ROOT / "skyward-verda" / "src" / "skyward_verda",
+    "skyward_novita": ROOT / "skyward-novita" / "src" / "skyward_novita",
     "skyward_torch": ROOT / "skyward-torch" / "src" / "skyward_torch",
     "skyward_jax": ROOT / "skyward-jax" / "src" / "skyward_jax",
 }
@@ -68,15 +70,18 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the registry, the folding hooks' starting values.
     ("contracts", ("extension",)),
     # What a user writes down: a spec, an image, options.
-    ("values", ("image", "options", "spec")),
+    ("values", ("containers", "health", "image", "metrics", "options", "spec", "storage")),
     # What a pool tells (`observe/`): its events, the console that draws them, the logs.
     ("observability", ("observe",)),
-    # What runs a node: bootstrap, channels, the worker, its guardian, the providers.
-    ("machinery", ("bootstrap", "guardian", "providers", "transport", "worker")),
+    # What runs a node: bootstrap, channels, the worker, its guardian, the providers, and the
+    # market of their offers and prices.
+    # The distributed collections (`collections/`: the store on the client, the proxies in tasks) too.
+    ("machinery", ("bootstrap", "collections", "guardian", "market", "providers", "transport", "worker")),
     # What the user calls: pools (with the hooks that bind plugins to a pool and core's own
     # registrations, which name the providers), functions, configuration, the plugins that ship
     # with core, the CLI.
-    ("client", ("cli", "client", "config", "config_records", "function", "plugins", "resolve")),
+    # The pool server (`server/`) holds pools and is driven by the CLI.
+    ("client", ("cli", "client", "config", "config_records", "function", "plugins", "resolve", "server")),
     # The public surface, and the provider contract suite written against it.
     ("surface", ("skyward", "testing")),
 )

@@ -26,12 +26,15 @@ CODE_DISTRIBUTIONS = {
     "skyward-aws": "skyward_aws",
     "skyward-runpod": "skyward_runpod",
     "skyward-vastai": "skyward_vastai",
+    "skyward-verda": "skyward_verda",
+    "skyward-novita": "skyward_novita",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
 META_FOLDER = "skyward-meta"
 FOLDERS = [*CODE_DISTRIBUTIONS, META_FOLDER]
 EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
+          "verda": "skyward-verda", "novita": "skyward-novita",
           "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 

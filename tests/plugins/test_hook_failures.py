@@ -129,9 +129,8 @@ def test_an_around_client_that_fails_on_leaving_is_named() -> None:
 
 
 def test_an_exception_of_the_block_passes_through_around_client_unchanged() -> None:
-    with pytest.raises(KeyError, match="mine"):
-        with compute([around_client("tracker", "neither")]):
-            raise KeyError("mine")
+    with pytest.raises(KeyError, match="mine"), compute([around_client("tracker", "neither")]):
+        raise KeyError("mine")
 
 
 @pytest.mark.parametrize(
@@ -145,9 +144,8 @@ def test_an_exception_of_the_block_passes_through_around_client_unchanged() -> N
     ids=["around_client", "transform", "launcher", "bootstrap"],
 )
 def test_a_hook_that_returns_the_wrong_kind_of_value_is_named(plugin: Plugin, message: str) -> None:
-    with pytest.raises(sky.PluginError, match=message):
-        with compute([plugin]):
-            pass
+    with pytest.raises(sky.PluginError, match=message), compute([plugin]):
+        pass
 
 
 def test_a_bootstrap_hook_may_return_one_string_which_becomes_one_op_named_after_its_plugin() -> None:

@@ -195,6 +195,17 @@ class FakeRunPod:
     def live_pods(self) -> list[str]:
         return sorted(self.pods)
 
+    def interrupt(self, pod_id: str) -> None:
+        """RunPod takes an interruptible pod back: its container stops (its sshd and everything
+        under it) and the API reports the pod `EXITED`, as it does a stopped pod."""
+        pod = self.pods[pod_id]
+        assert pod["interruptible"], "only an interruptible (spot) pod can be interrupted"
+        pod["desiredStatus"] = "EXITED"
+        pod["lastStatusChange"] = "Exited by Runpod: the interruptible pod was reclaimed"
+        server = self.machines.pop(pod_id, None)  # stopped here, once: deleting the pod later finds none
+        if server is not None:
+            server.stop()
+
     # -- HTTP ----------------------------------------------------------------------------------------
 
     @web.middleware

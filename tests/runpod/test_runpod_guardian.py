@@ -37,7 +37,8 @@ def hold() -> None:
     open({started!r}, "w").write("running")
     time.sleep(600)
 
-with sky.Compute(provider=provider, plugins=[hold_bootstrap], ttl={ttl}, console=False, logging=False) as pool:
+with sky.Compute(provider=provider, plugins=[hold_bootstrap], ttl={ttl}, console=False,
+                 logging=False) as pool:
     hold() >> pool
 """
 

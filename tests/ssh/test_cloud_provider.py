@@ -177,6 +177,20 @@ def test_a_pool_on_a_cloud_runs_on_its_machines_and_deletes_them_on_exit(
     assert not list((tmp_path / "skyward-home" / "keys").glob("*")), "the pool's login key outlived it"
 
 
+@sky.function
+def count_and_meet(name: str) -> tuple[int, int]:
+    """A strong counter and a barrier shared by the cloud's machines, through the client."""
+    for _ in range(25):
+        sky.counter(name).increment()
+    sky.barrier(name, 2).wait()
+    return sky.instance_info().node, sky.counter(name).value
+
+
+def test_the_machines_of_a_cloud_share_the_pools_collections(cloud: ToyCloud) -> None:
+    with toy_pool(cloud, nodes=2) as pool:
+        assert sorted(count_and_meet("on-the-cloud") @ pool) == [(0, 50), (1, 50)]
+
+
 def test_a_machine_answering_with_another_host_key_is_refused_and_still_deleted(cloud: ToyCloud) -> None:
     import asyncssh
 
@@ -201,9 +215,8 @@ def test_machines_that_never_get_an_address_are_deleted_when_provisioning_times_
 
 def test_a_machine_whose_launch_never_answered_is_found_by_its_pool_id_and_deleted(cloud: ToyCloud) -> None:
     cloud.fail_at_node = 1  # node 0's machine exists, but `launch` raised before returning it
-    with pytest.raises(ProvisionError, match="refused node 1"):
-        with toy_pool(cloud, nodes=2):
-            pass
+    with pytest.raises(ProvisionError, match="refused node 1"), toy_pool(cloud, nodes=2):
+        pass
     assert cloud.machines == {}
     assert [i.rsplit("-", 1)[1] for i in cloud.destroyed] == ["m0"]
 

@@ -141,7 +141,8 @@ def secret_holders(home: Path, secret: bytes) -> list[Path]:
     """Files under `home` whose bytes contain `secret` (the uv cache, shared by every host, aside)."""
     return [
         path for path in home.rglob("*")
-        if path.is_file() and not path.is_symlink() and ".cache" not in path.parts and secret in path.read_bytes()
+        if path.is_file() and not path.is_symlink() and ".cache" not in path.parts
+        and secret in path.read_bytes()
     ]
 
 

@@ -33,7 +33,8 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
 @sky.function
 def node_folder() -> dict[str, Any]:
     workdir = os.environ["SKYWARD_WORKDIR"]
-    return {"wheels": os.path.isdir(os.path.join(workdir, "wheels")), "venv": os.path.realpath(workdir + "/venv")}
+    wheels = os.path.isdir(os.path.join(workdir, "wheels"))
+    return {"wheels": wheels, "venv": os.path.realpath(workdir + "/venv")}
 
 
 def run_pool(hosts: SSHHosts, image: sky.Image = IMAGE) -> dict[str, Any]:

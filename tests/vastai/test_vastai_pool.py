@@ -40,7 +40,8 @@ def test_each_node_is_rented_on_a_different_machine_with_the_pool_in_its_label(v
         machines = {i.offer["machine_id"] for i in vast.live}
         labels = sorted(i.request["label"] for i in vast.live)
     assert len(machines) == 2
-    assert [label.split("@")[0] for label in labels] == [f"skyward-{pool.name}-node-0", f"skyward-{pool.name}-node-1"]
+    prefix = f"skyward-{pool.name}-node-"
+    assert [label.split("@")[0] for label in labels] == [f"{prefix}0", f"{prefix}1"]
 
 
 def test_an_offer_taken_by_someone_else_is_skipped_for_the_next_one(vast: FakeVast) -> None:

@@ -77,6 +77,8 @@ class FakeInstance:
     port: int
     status: str = "loading"
     server: SSHServer | None = None
+    #: What Vast says about the status (`status_msg`): why an instance was stopped, say.
+    status_msg: str = ""
     #: The instance-scoped key Vast puts in the container's environment (`CONTAINER_API_KEY`).
     container_api_key: str = attrs.field(factory=lambda: f"container-{time.monotonic_ns()}")
 
@@ -86,7 +88,8 @@ class FakeInstance:
         return {
             "id": self.id, "machine_id": self.offer["machine_id"], "label": self.request.get("label"),
             "actual_status": self.status, "intended_status": "running", "cur_state": self.status,
-            "status_msg": "", "start_date": time.time(), "extra_env": [[k, v] for k, v in env.items()],
+            "status_msg": self.status_msg, "start_date": time.time(),
+            "extra_env": [[k, v] for k, v in env.items()],
             "gpu_name": self.offer["gpu_name"], "num_gpus": self.offer["num_gpus"],
             "image_runtype": self.request.get("runtype"), "dph_total": self.offer["dph_total"],
             "public_ipaddr": self.address if running else None,
@@ -152,6 +155,16 @@ class FakeVast:
             instance = self.instances.get(int(route[1]))
             return instance is not None and key == f"Bearer {instance.container_api_key}"
         return False
+
+    def outbid(self, instance_id: int) -> None:
+        """A higher bid takes an interruptible instance's machine: Vast stops its container (the
+        sshd and everything under it) and reports it `stopped`, though its renter wants it running."""
+        instance = self.instances[instance_id]
+        assert instance.request.get("price") is not None, "only a bid (interruptible) instance is outbid"
+        instance.status, instance.status_msg = "stopped", "outbid: a higher bid has priority on this machine"
+        server, instance.server = instance.server, None  # stopped here, once: destroying it later finds none
+        if server is not None:
+            server.stop()
 
     def stop_instance(self, instance_id: int) -> tuple[int, dict[str, Any]]:
         instance = self.instances.get(instance_id)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from skyward.options import Options
     from skyward.providers.credentials import CredentialStatus
     from skyward.spec import Spec
+    from skyward.storage import Storage
+    from skyward_aws.offers import AWSOffers
     from skyward_aws.provider import AWSProvider
 
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
@@ -97,6 +99,14 @@ def _check_lookup_url(instance: object, attribute: attrs.Attribute[Any], value: 
         )
 
 
+def _check_metadata_url(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not re.match(r"^https?://[^/\s]+/?$", value):
+        raise ConfigurationError(
+            f'AWS(metadata_url={value!r}): expected the instance metadata service\'s root URL, as the '
+            'nodes reach it: "http://169.254.169.254" (AWS\'s own, the default), or "http://[fd00:ec2::254]"'
+        )
+
+
 def _check_instance_type(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and (not isinstance(value, str) or "." not in value.strip(".")):
         raise ConfigurationError(
@@ -141,7 +151,10 @@ class AWS:
     `expires_after` is the first value of the `skyward:expires` tag (it covers provisioning and
     bootstrap); once the pool runs, the client renews that tag as a lease (`Provider.renew_lease`),
     so `sky down` and clean-up scripts can tell an abandoned machine from a long job. Nothing is
-    deleted by the tag itself.
+    deleted by the tag itself. Each spot node reads its spot interruption notice and rebalance
+    recommendation from the instance metadata service at `metadata_url` (IMDSv2); a notice
+    replaces the node's machine and retries its tasks, and so does a rebalance recommendation
+    with `replace_on_rebalance=True` (otherwise it is logged). See docs/compute.md.
     """
 
     region: str | None = attrs.field(default=None, validator=_check_region)
@@ -159,6 +172,8 @@ class AWS:
     profile: str | None = attrs.field(default=None, validator=_optional_text)
     endpoint_url: str | None = attrs.field(default=None, validator=_check_endpoint)
     expires_after: float = attrs.field(default=86_400.0, validator=_check_positive)
+    metadata_url: str = attrs.field(default="http://169.254.169.254", validator=_check_metadata_url)
+    replace_on_rebalance: bool = attrs.field(default=False, validator=_check_bool)
 
     @property
     def name(self) -> str:
@@ -171,6 +186,13 @@ class AWS:
 
         return AWSProvider(self, options)
 
+    def volume_storage(self, spec: Spec) -> Storage:
+        """The store of `sky.Volume(storage=None)`: S3 in the pool's region, with short-lived keys
+        for the nodes (`skyward_aws.storage`; imported here, when a pool's volumes are rendered)."""
+        from skyward_aws.storage import natural_storage
+
+        return natural_storage(self, spec)
+
     def hourly_price(self, spec: Spec) -> float | None:
         """One node's price per hour for `spec` (spot or on-demand, as its allocation says), or
         None when AWS does not tell (no credentials, no price list): the pool then tries this spec
@@ -179,6 +201,14 @@ class AWS:
         from skyward_aws.pricing import hourly_price
 
         return hourly_price(self, spec)
+
+    def offer_source(self) -> AWSOffers:
+        """This config's region's offers in Skyward's catalog (`sky offers`), which a pool with
+        several specs and `selection="cheapest"` prices its specs from (`skyward.market`)."""
+        from skyward_aws.offers import AWSOffers
+
+        return AWSOffers(type(self).credentials, region=self.region, profile=self.profile,
+                         endpoint_url=self.endpoint_url)
 
     @classmethod
     def credentials(cls, check: bool = False) -> CredentialStatus:

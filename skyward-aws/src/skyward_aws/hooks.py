@@ -26,3 +26,11 @@ def skyward_sweepers() -> list[object]:
     from skyward_aws.sweep import AWSSweeper
 
     return [AWSSweeper()]
+
+
+@hookimpl
+def skyward_offer_sources() -> list[object]:
+    from skyward_aws.config import AWS
+    from skyward_aws.offers import AWSOffers
+
+    return [AWSOffers(AWS.credentials)]

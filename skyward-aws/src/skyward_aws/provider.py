@@ -57,6 +57,7 @@ from skyward_aws.clients import (
 )
 from skyward_aws.images import Image, resolve_image
 from skyward_aws.pricing import on_demand_prices, spot_prices
+from skyward_aws.spot import POLL_INTERVAL, SpotNotices
 
 if TYPE_CHECKING:
     from skyward.options import Options
@@ -112,6 +113,11 @@ class AWSProvider(CloudProvider):
         self._log = structlog.get_logger(LOGGER)
         self.config = config
         self._clients: Clients | None = None
+        #: Spot interruption notices the nodes read from their metadata service (`spot`).
+        self.spot = SpotNotices(
+            config.metadata_url, min(POLL_INTERVAL, self.options.reconcile_tick_interval),
+            config.replace_on_rebalance,
+        )
 
     @property
     def clients(self) -> Clients:
@@ -378,7 +384,27 @@ class AWSProvider(CloudProvider):
         """SSH to the private address when `use_private_ip` (the instance keeps both for the worker)."""
         if self.config.use_private_ip:
             instance = attrs.evolve(instance, public_ip=instance.private_ip)
-        return await super().connect(cluster, instance, setup)
+        channel = await super().connect(cluster, instance, setup)
+        if instance.spot:
+            await self._watch_spot(cluster, instance)
+        return channel
+
+    async def _watch_spot(self, cluster: Cluster, instance: Instance) -> None:
+        """Have a spot node watch its metadata for interruption notices (`spot`)."""
+        try:
+            conn = await self.nodes.connection(instance.node, instance)
+            await self.spot.watch(conn, instance.id, instance.node, self.nodes.python_bin(),
+                                  self.nodes.workdir(cluster, instance.node))
+        except Exception as exc:  # noqa: BLE001 - the node still serves; its notices are missed
+            self._log.warning("skyward.aws_spot_watch_failed", instance=instance.id, error=str(exc))
+
+    async def preemptions(self, cluster: Cluster, instances: list[Instance]) -> dict[str, str]:
+        return self.spot.preempted([i.id for i in instances])
+
+    async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
+        for instance in instances:
+            self.spot.stop(instance.id)
+        await super().terminate(cluster, instances)
 
     # -- the lease -------------------------------------------------------------------------------------
 

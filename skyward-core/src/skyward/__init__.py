@@ -18,6 +18,7 @@ This module is the whole public surface; everything else may change.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +35,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "skyward.client.session": ("MultiPool", "Session", "pool"),
     "skyward.errors": (
         "BootstrapFailed", "CapacityError", "ConfigurationError", "HostKeyError", "MissingPackageError",
-        "NodeLostError", "NoActivePoolError", "PluginError", "PoolClosedError", "ProvisionError", "RemoteError",
-        "SerializationError", "SkywardError", "TaskProcessError",
+        "NodeLostError", "NoActivePoolError", "PluginError", "PoolClosedError", "ProvisionError",
+        "RemoteError", "SerializationError", "SkywardError", "TaskProcessError",
     ),
     "skyward.observe.events": (
         "BootstrapCommand", "BootstrapConsole", "BootstrapError", "BootstrapPhase", "BootstrapRequested",
@@ -46,6 +47,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TaskStarted",
     ),
     "skyward.image": ("DEFAULT_IMAGE", "Image", "PipIndex"),
+    "skyward.market.api": ("offers", "offers_async"),
+    "skyward.health": ("HealthChecker",),
+    "skyward.containers": ("DockerImage",),
     "skyward.task.instance": ("AcceleratorInfo", "InstanceInfo", "NetworkInfo", "PeerInfo"),
     "skyward.options": ("LogConfig", "Options", "Worker"),
     "skyward.task.output": ("CallbackWriter", "redirect_output", "silent", "stderr", "stdout"),
@@ -54,9 +58,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "skyward.task.runtime": ("instance_info", "is_head"),
     "skyward.task.sharding": ("DistributedSampler", "shard"),
     "skyward.spec": ("Nodes", "S3Volume", "Spec", "Volume"),
+    # sky.dict and sky.set are cached here as globals `dict` and `set`: no code below calls those
+    # builtins.
+    "skyward.collections": (
+        "BarrierBrokenError", "LockTimeoutError", "QueueEmptyError", "barrier", "counter", "dict", "lock",
+        "queue", "set",
+    ),
 }
 #: Subpackages and modules that are public attributes.
-_MODULES = ("accelerators", "plugins", "time")
+_MODULES = ("accelerators", "containers", "metrics", "plugins", "storage", "time")
 #: Other names for the same objects: the newer `Compute` and the older names kept as aliases.
 _ALIASES = {
     "Compute": "Pool", "ComputePool": "Pool", "PendingCompute": "PendingFunction", "Metrics": "Metric",
@@ -66,11 +76,18 @@ _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 compute = function  # the older name of the decorator
 
 if TYPE_CHECKING:
-    from skyward import accelerators, plugins
+    from skyward import accelerators, containers, metrics, plugins, storage
     from skyward import time as time
     from skyward.client.planning import plan
     from skyward.client.pool import Pool
     from skyward.client.session import MultiPool, Session, pool
+    from skyward.collections import (  # (dict and set: not to shadow the builtins)
+        barrier,
+        counter,
+        lock,
+        queue,
+    )
+    from skyward.containers import DockerImage
     from skyward.errors import (
         BootstrapFailed,
         CapacityError,
@@ -88,7 +105,9 @@ if TYPE_CHECKING:
         TaskProcessError,
     )
     from skyward.extension.plugin import Plugin
+    from skyward.health import HealthChecker
     from skyward.image import DEFAULT_IMAGE, Image, PipIndex
+    from skyward.market.api import offers, offers_async
     from skyward.observe.events import (
         BootstrapCommand,
         BootstrapConsole,
@@ -151,7 +170,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(builtins.set(globals()) | builtins.set(__all__))  # `set` may be sky.set by now
 
 
 def _provider_class(name: str) -> Any:
@@ -167,17 +186,18 @@ def _provider_class(name: str) -> Any:
 __all__ = [
     "DEFAULT_IMAGE", "AcceleratorInfo", "BootstrapCommand", "BootstrapConsole", "BootstrapError",
     "BootstrapFailed", "BootstrapPhase", "BootstrapRequested", "CallbackWriter", "ClusterDestroyed",
-    "CapacityError", "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Compute", "ComputePool", "ConfigurationError",
-    "DistributedSampler", "Error", "Event", "HostKeyError", "Image", "InstanceBootstrapped", "InstanceDestroyed",
-    "InstanceInfo",
-    "InstanceLaunched", "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "InstanceRequested",
-    "InstanceRunning", "Local", "Log", "LogConfig", "Metric", "Metrics", "MissingPackageError", "MultiPool", "NetworkInfo",
-    "NoActivePoolError", "NodeLost", "NodeLostError", "NodeReady", "Nodes", "Options", "PeerInfo",
-    "PendingCompute", "PendingFunction", "PendingFunctionGroup", "PipIndex", "Plugin", "PluginError", "Pool",
-    "PoolClosedError", "PoolResized", "ProvisionError", "RemoteError", "RemoteFunction", "S3Volume", "SerializationError",
-    "Session",
-    "ShutdownRequested", "SkywardError", "Spec", "TaskCompleted", "TaskProcessError", "TaskRetried",
-    "TaskStarted", "Volume",
-    "Worker", "accelerators", "plugins", "compute", "function", "gather", "instance_info", "is_head", "plan", "pool",
-    "redirect_output", "shard", "silent", "stderr", "stdout", "time",
+    "CapacityError", "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Compute", "ComputePool",
+    "ConfigurationError", "DistributedSampler", "DockerImage", "Error", "Event", "HealthChecker",
+    "HostKeyError", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
+    "InstanceLaunched", "InstancePreempted", "InstanceProvisioned", "InstanceReplaced",
+    "InstanceRequested", "InstanceRunning", "Local", "Log", "LogConfig", "Metric", "Metrics",
+    "MissingPackageError", "MultiPool", "NetworkInfo", "NoActivePoolError", "NodeLost", "NodeLostError",
+    "NodeReady", "Nodes", "Options", "PeerInfo", "PendingCompute", "PendingFunction",
+    "PendingFunctionGroup", "PipIndex", "Plugin", "PluginError", "Pool", "PoolClosedError",
+    "PoolResized", "ProvisionError", "RemoteError", "RemoteFunction", "S3Volume", "SerializationError",
+    "Session", "ShutdownRequested", "SkywardError", "Spec", "TaskCompleted", "TaskProcessError",
+    "TaskRetried", "TaskStarted", "Volume", "Worker", "accelerators", "containers", "metrics",
+    "plugins", "compute", "function", "gather", "instance_info", "is_head", "offers", "offers_async",
+    "plan", "pool", "redirect_output", "shard", "silent", "stderr", "stdout", "storage", "time",
+    "BarrierBrokenError", "LockTimeoutError", "QueueEmptyError", "barrier", "counter", "lock", "queue",
 ]

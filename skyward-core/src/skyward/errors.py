@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+
 
 class SkywardError(Exception):
     """Base class for every error Skyward raises itself."""
@@ -116,3 +118,16 @@ class ProvisionError(SkywardError, RuntimeError):
 class CapacityError(ProvisionError):
     """The cloud has no capacity for this request right now (spot or on-demand); retried with
     backoff until `Options.provision_timeout`, then raised."""
+
+
+class LockTimeoutError(SkywardError, TimeoutError):
+    """`sky.lock(name, timeout=...)` could not be acquired in time; the message names the holder."""
+
+
+class BarrierBrokenError(SkywardError, RuntimeError):
+    """A `sky.barrier` can never complete: a participant's node was lost, or a participant stopped
+    waiting. The message names the node; the barrier stays broken (use a new name)."""
+
+
+class QueueEmptyError(SkywardError, queue.Empty):
+    """`sky.queue(name).get(timeout=...)` found no item in time (also a `queue.Empty`)."""

@@ -168,7 +168,11 @@ def _pip_indexes(value: Iterable[PipIndex | Mapping[str, Any]] | PipIndex | None
 
 
 def _metrics(value: object) -> object:
-    """Opaque, but lists become tuples so the image stays hashable and immutable."""
+    """Checked now (a wrong item fails on this line, naming the fix); lists become tuples so the
+    image stays hashable and immutable."""
+    from skyward.metrics import resolve
+
+    resolve(value)
     return tuple(value) if isinstance(value, list) else value
 
 
@@ -242,8 +246,9 @@ class Image:
     """What a worker needs before user code runs: Python, packages, environment, local files.
 
     ``python="auto"`` means the client's own ``major.minor``, so pickled code meets the same
-    bytecode version on the other side. ``metrics`` is opaque here: ``"default"`` asks for the
-    metrics module's default set, ``None`` disables metrics, anything else is passed through.
+    bytecode version on the other side. ``metrics`` is what each node samples (see
+    ``skyward.metrics``): a list of collectors, ``sky.metrics.Default()`` (or ``"default"``) for the
+    default set, ``None`` for none.
     ``includes`` are stored as absolute paths, resolved (``~`` and relative paths against the
     current directory) and checked to exist when the image is built.
     """

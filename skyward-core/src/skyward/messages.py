@@ -84,6 +84,8 @@ class Hello:
     #: Where the image's includes came from on the client (`tracebacks.include_sources`): a remote
     #: traceback names the user's files, not the node's copies.
     include_sources: tuple[tuple[str, str], ...] = ()
+    #: What the node's sampler measures (`skyward.metrics.sampling_plan`); empty: no sampler.
+    metrics: tuple[tuple[Any, ...], ...] = ()
 
 
 @attrs.frozen

@@ -3,7 +3,7 @@
 A ``Spec`` says which machines; ``Options`` says how patient, how chatty and how parallel the pool
 is with them. Keeping the two apart lets several specs (multi-provider fallback) share one set of
 operational knobs. Like specs, options are validated at construction and are plain, picklable
-values (``health_checker`` is opaque to this module).
+values (``health_checker``'s check is pickled with cloudpickle).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import attrs
 
 from skyward.dataclass_view import dataclass_view
 from skyward.errors import ConfigurationError
+from skyward.health import HealthChecker
 
 __all__ = [
     "CONSOLE_MODES",
@@ -190,12 +191,33 @@ def _check_logging(instance: Options, attribute: attrs.Attribute[Any], value: ob
 
 
 def _check_cluster(instance: Options, attribute: attrs.Attribute[Any], value: object) -> None:
+    """`cluster=False` runs the nodes independently: distributed collections are off (a task that
+    asks for one gets an error saying so). None and True keep them on: the nodes coordinate through
+    the client, which holds the collections' state, so there is no cluster to form."""
     if value is not None and not isinstance(value, bool):
-        raise ConfigurationError(f"Options(cluster={value!r}): expected True, False or None")
+        raise ConfigurationError(
+            f"Options(cluster={value!r}): expected True, False (collections off) or None (leave it out)"
+        )
+
+
+def _check_health(instance: Options, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, HealthChecker):
+        raise ConfigurationError(
+            f"Options(health_checker={value!r}): expected a sky.HealthChecker; "
+            "pass e.g. health_checker=sky.HealthChecker(check=lambda: True, interval=30, failures=3)"
+        )
 
 
 def _seconds(*, optional: bool = False, strict: bool = True, example: str) -> Any:
     return _number("Options", minimum=0, strict=strict, optional=optional, example=example)
+
+
+def _check_server(instance: object, attribute: object, value: object) -> None:
+    if value is not None and not (isinstance(value, str) and value.startswith(("http://", "https://"))):
+        raise ConfigurationError(
+            f"Options(server={value!r}): expected a pool server's URL; pass e.g. "
+            'server="http://127.0.0.1:8470" (what `sky server start` prints)'
+        )
 
 
 @dataclass_view
@@ -242,7 +264,9 @@ class Options:
     retry_on_interruption: int = attrs.field(
         default=3, validator=_number("Options", minimum=0, strict=False, integer=True, example="3")
     )
-    health_checker: object | None = None
+    health_checker: HealthChecker | None = attrs.field(default=None, validator=_check_health)
+    #: A pool server's URL: `Compute(name=NAME)` attaches to the pool NAME it holds (docs/server.md).
+    server: str | None = attrs.field(default=None, validator=_check_server)
 
     @property
     def console_mode(self) -> ConsoleMode:

@@ -188,6 +188,38 @@ def _check_bucket(instance: Volume, attribute: attrs.Attribute[str], value: str)
         )
 
 
+def _check_storage(instance: Volume, attribute: attrs.Attribute[object], value: object) -> None:
+    from skyward.storage.client import Storage  # values layer; boto3 is not imported by this
+
+    if value is not None and not isinstance(value, Storage):
+        raise ConfigurationError(
+            f"Volume(storage={value!r}): expected a sky.storage.Storage, e.g. "
+            'storage=sky.storage.R2(account_id=..., access_key=..., secret_key=...), or None for the '
+            "provider's own store"
+        )
+
+
+def _prefix(value: object) -> str:
+    if not isinstance(value, str) or any(ord(ch) < 32 for ch in value) or ".." in value.split("/"):
+        raise ConfigurationError(
+            f'Volume(prefix={value!r}): expected a folder of the bucket, e.g. prefix="datasets/"'
+        )
+    return value.strip("/")
+
+
+#: How a volume reaches the node: a FUSE mount, a copy (download at start, upload at exit when
+#: read-write), or a mount where the node allows FUSE and a copy where it does not.
+VOLUME_MODES: tuple[str, ...] = ("mount", "copy", "auto")
+
+
+def _check_mode(instance: Volume, attribute: attrs.Attribute[str], value: object) -> None:
+    if value not in VOLUME_MODES:
+        raise ConfigurationError(
+            f'Volume(mode={value!r}): expected "mount" (FUSE), "copy" (download at start, upload at '
+            'exit) or "auto" (a mount where the node allows FUSE, else a copy)'
+        )
+
+
 @dataclass_view
 @attrs.frozen
 class Volume:
@@ -197,13 +229,15 @@ class Volume:
     system or Skyward (``/``, ``/root``, ``/home``, ``/tmp``, ``/var``, ``/opt``, ``/opt/skyward`` and
     below, ``/etc``, ``/usr``, ``/bin`` and the other system trees and what is below them).
     ``storage`` overrides the object store; ``None`` lets the provider pick its own (S3 on AWS...).
+    ``mode`` is how the bucket reaches the node (``VOLUME_MODES``; see docs/storage.md).
     """
 
     bucket: str = attrs.field(validator=_check_bucket)
     mount: str = attrs.field(converter=_mount)
-    prefix: str = ""
+    prefix: str = attrs.field(default="", converter=_prefix)
     read_only: bool = True
-    storage: object | None = None
+    storage: object | None = attrs.field(default=None, validator=_check_storage)
+    mode: str = attrs.field(default="mount", kw_only=True, validator=_check_mode)
 
 
 def S3Volume(  # noqa: N802 - the older public name, kept callable like a class
@@ -300,6 +334,24 @@ def _volumes(value: Volume | Iterable[Volume] | None) -> tuple[Volume, ...]:
     return volumes
 
 
+def _check_volume_stores(spec: Spec, attribute: attrs.Attribute[tuple[Volume, ...]], volumes: object) -> None:
+    """A volume without ``storage=`` needs a provider with a store of its own (``volume_storage``,
+    as AWS's S3); a provider that mounts nothing (``mounts_volumes = False``: ``Local``) is exempt."""
+    provider = spec.provider
+    if provider is None or not getattr(provider, "mounts_volumes", True):
+        return
+    if callable(getattr(provider, "volume_storage", None)):
+        return
+    for volume in volumes:  # type: ignore[attr-defined]
+        if volume.storage is None:
+            name = getattr(provider, "name", type(provider).__name__)
+            raise ConfigurationError(
+                f"Volume(bucket={volume.bucket!r}, mount={volume.mount!r}): {name} has no object store of "
+                "its own; pass storage=, e.g. storage=sky.storage.R2(account_id=..., access_key=..., "
+                'secret_key=...) or sky.storage.S3(region="us-east-1")'
+            )
+
+
 def _plugins(value: object) -> tuple[Any, ...]:
     if value is None:
         return ()
@@ -378,7 +430,7 @@ class Spec:
     region: str | None = attrs.field(default=None, validator=_check_region)
     max_hourly_cost: float | None = attrs.field(default=None, validator=_positive(int | float, "2.5"))
     ttl: int = attrs.field(default=600, converter=_ttl)
-    volumes: tuple[Volume, ...] = attrs.field(default=(), converter=_volumes)
+    volumes: tuple[Volume, ...] = attrs.field(default=(), converter=_volumes, validator=_check_volume_stores)
     plugins: tuple[Any, ...] = attrs.field(default=(), converter=_plugins)
 
     def is_default(self, name: str) -> bool:

@@ -70,6 +70,8 @@ class Kind(enum.IntEnum):
     FUNCTION = 9  # client: (key, pickled function, keys the worker drops) before tasks using it
     CALL = 10  # client: a TASK whose caller waits for its answer on the reply lane (transport/lane.py)
     INFO = 11  # client: the node's InstanceInfo changed (the pool was resized); tasks read after see it
+    CHECK = 16  # client: run health check `id` (payload: the check function) beside the tasks
+    ANSWER = 14  # client: collection request `id`'s answer, (ok, value or exception) (skyward/collections)
 
     READY = 20  # worker: handshake answer (pid, python)
     RESULT = 21  # worker: task `id` returned payload
@@ -80,6 +82,9 @@ class Kind(enum.IntEnum):
     LOG = 26  # worker: (stream name, text) captured from fd 1/2
     PONG = 27
     ELSEWHERE = 28  # worker, on the reply lane: CALL `id`'s answer follows its output on the main channel
+    HEALTH = 36  # worker: health check `id`'s answer (payload: (healthy, detail))
+    COLLECTION = 34  # worker: collection request `id` (0: wants no answer): (task, kind, name, op, args)
+    METRICS = 40  # worker: a batch of the node's samples, [(name, value, unit, time)] (worker/telemetry.py)
 
 
 #: Kind by value: a dict lookup instead of an enum call for every frame decoded.

@@ -27,3 +27,10 @@ def skyward_sweepers() -> list[object]:
     from skyward_runpod.sweep import RunPodSweeper
 
     return [RunPodSweeper()]
+
+
+@hookimpl
+def skyward_offer_sources() -> list[object]:
+    from skyward_runpod.offers import RunPodOffers
+
+    return [RunPodOffers()]

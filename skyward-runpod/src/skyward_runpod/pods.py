@@ -167,6 +167,14 @@ def cost_per_hour(pod: dict[str, Any]) -> float:
     return 0.0
 
 
+def reclaimed(pod: dict[str, Any] | None) -> str | None:
+    """Why RunPod took an interruptible (spot) pod back, or None while it has not: such a pod is
+    stopped by RunPod, and reads `desiredStatus: EXITED` (a pod the pool deletes is gone instead)."""
+    if pod is None or not pod.get("interruptible") or pod.get("desiredStatus") != "EXITED":
+        return None
+    return f"interruptible pod reclaimed by RunPod ({pod.get('lastStatusChange') or 'EXITED'})"
+
+
 def gone(pod: dict[str, Any] | None) -> bool:
     """Whether the pod ended for good: deleted, terminated, or its container exited."""
     return pod is None or pod.get("desiredStatus") in ("TERMINATED", "EXITED")

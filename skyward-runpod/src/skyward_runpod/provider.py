@@ -24,7 +24,15 @@ from skyward.providers.cloud import CloudProvider
 from skyward.providers.ssh import head_port
 from skyward_runpod.api import LOGGER, RunPodAPI
 from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers, whole_gpus
-from skyward_runpod.pods import cost_per_hour, end_command, gone, pod_request, pool_prefix, ssh_address
+from skyward_runpod.pods import (
+    cost_per_hour,
+    end_command,
+    gone,
+    pod_request,
+    pool_prefix,
+    reclaimed,
+    ssh_address,
+)
 from skyward_runpod.pricing import gpu_types
 
 if TYPE_CHECKING:
@@ -152,6 +160,16 @@ class RunPodProvider(CloudProvider):
                 memory_gb=float(pod.get("memoryInGb") or instance.memory_gb),
             ))
         return ready
+
+    async def preemptions(self, cluster: Cluster, instances: list[Instance]) -> dict[str, str]:
+        """The interruptible pods RunPod has taken back (`pods.reclaimed`), read from the API."""
+        pods = await asyncio.gather(*(self.api.get_pod(i.id) for i in instances), return_exceptions=True)
+        taken = {}
+        for instance, pod in zip(instances, pods, strict=True):
+            why = None if isinstance(pod, BaseException) else reclaimed(pod)
+            if why is not None:
+                taken[instance.id] = why
+        return taken
 
     async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
         """Delete every pod (together); one RunPod no longer knows is already gone."""

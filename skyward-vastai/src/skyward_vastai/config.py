@@ -17,16 +17,19 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from skyward.containers import image_ref
 from skyward.errors import ConfigurationError
 from skyward.observe.logging import register_secret
+from skyward_vastai.account import SERVER_URL
 
 if TYPE_CHECKING:
     from skyward.options import Options
     from skyward.providers.credentials import CredentialStatus
     from skyward.spec import Spec
+    from skyward_vastai.offers import VastOffers
     from skyward_vastai.provider import VastAIProvider
 
-DEFAULT_SERVER_URL = "https://console.vast.ai"
+DEFAULT_SERVER_URL = SERVER_URL
 #: Vast's documented default image: it resolves to a CUDA tag that matches the host's driver.
 DEFAULT_IMAGE = "vastai/base-image:@vastai-automatic-tag"
 
@@ -41,6 +44,11 @@ def _geolocation(value: object) -> tuple[str, ...]:
             'e.g. "US" or ("DE", "NL")'
         )
     return tuple(c.strip().upper() for c in codes)
+
+
+def _docker_image(value: object) -> str:
+    """A reference string or a `sky.DockerImage` (`sky.containers.cuda("12.8")`), as its reference."""
+    return image_ref(value, provider="VastAI", argument="docker_image")
 
 
 def _check_reliability(instance: VastAI, attribute: attrs.Attribute[float], value: object) -> None:
@@ -75,7 +83,7 @@ class VastAI:
     """
 
     api_key: str | None = attrs.field(default=None, repr=False, validator=_check_secret)
-    docker_image: str = DEFAULT_IMAGE
+    docker_image: str = attrs.field(default=DEFAULT_IMAGE, converter=_docker_image)
     disk_gb: int = attrs.field(default=32, validator=_check_positive)
     min_reliability: float = attrs.field(default=0.95, validator=_check_reliability)
     verified: bool = True
@@ -117,11 +125,27 @@ class VastAI:
 
         return cheapest_price(self, spec)
 
+    def offer_source(self) -> VastOffers:
+        """The marketplace's offers under this config's filters in Skyward's catalog (`sky offers`),
+        which a pool with several specs and `selection="cheapest"` prices its specs from."""
+        from skyward_vastai.offers import VastOffers
+
+        return VastOffers(
+            api_key=self.api_key, server_url=self.api_url, min_reliability=self.min_reliability,
+            verified=self.verified, geolocation=self.geolocation, disk_gb=self.disk_gb,
+        )
+
     @classmethod
     def credentials(cls, check: bool = False) -> CredentialStatus:
         """For `sky providers`: whether `$VAST_API_KEY` or the files `vastai set api-key` writes
-        hold a key, in `resolve_api_key`'s order; no call is made (`verified` stays None)."""
+        hold a key, in `resolve_api_key`'s order; `check` also lists the account's instances
+        with it (`verify`)."""
         from skyward.providers.credentials import locate_secret
         from skyward_vastai.account import API_KEY_VARIABLE, key_files
 
-        return locate_secret(API_KEY_VARIABLE, key_files())
+        status = locate_secret(API_KEY_VARIABLE, key_files())
+        if not check:
+            return status
+        from skyward_vastai.verify import verify
+
+        return verify(status)

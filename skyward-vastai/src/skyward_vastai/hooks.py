@@ -25,3 +25,10 @@ def skyward_sweepers() -> list[object]:
     from skyward_vastai.sweep import VastSweeper
 
     return [VastSweeper()]
+
+
+@hookimpl
+def skyward_offer_sources() -> list[object]:
+    from skyward_vastai.offers import VastOffers
+
+    return [VastOffers()]

@@ -5,12 +5,12 @@ port and proxy) and then runs our `onstart` script as root, with the instance's 
 The script installs the pool's host key (from `$SKYWARD_SSH_HOST_KEY`) as the only one and
 authorises the pool's login key (`MachineAccess.container_script`), then asks the running sshd to
 reload (SIGHUP), so it answers with our key from then on. Until it does, the machine may answer
-with a key of Vast's making: `answers_with` tells the provider to keep waiting, never to trust it.
+with a key of Vast's making: `skyward.providers.probe.answers_with` tells the provider to keep
+waiting, never to trust it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 from typing import TYPE_CHECKING, Any
 
@@ -91,20 +91,3 @@ def ssh_address(row: dict[str, Any]) -> tuple[str, int] | None:
     if host and port:
         return str(host).strip(), int(port)
     return None
-
-
-async def answers_with(host: str, port: int, public_key: str, timeout: float = 10.0) -> bool | None:
-    """Whether the sshd at host:port presents `public_key` (True), another key (False), or cannot
-    be asked yet (None). Only the key exchange runs: nothing is authenticated or sent."""
-    import asyncssh  # heavy; loaded when a machine is asked, not by the script builders here
-
-    try:
-        key = await asyncio.wait_for(
-            asyncssh.get_server_host_key(host, port, server_host_key_algs=["ssh-ed25519"]), timeout
-        )
-    except (TimeoutError, OSError, asyncssh.Error):
-        return None
-    if key is None:
-        return None
-    presented = key.export_public_key().decode().split()[:2]
-    return presented == public_key.split()[:2]

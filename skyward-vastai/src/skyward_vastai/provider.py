@@ -26,10 +26,11 @@ from skyward.errors import CapacityError, ProvisionError
 from skyward.guardian.boot import SOURCE_VARIABLE, packed
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import HOST_KEY_VARIABLE, CloudProvider
+from skyward.providers.probe import answers_with
 from skyward.providers.ssh import head_port
 from skyward_vastai.account import resolve_api_key
 from skyward_vastai.api import VastAPI
-from skyward_vastai.machine import answers_with, onstart_script, shutdown_command, ssh_address
+from skyward_vastai.machine import onstart_script, shutdown_command, ssh_address
 from skyward_vastai.market import Offer, OfferQuery, describe_none, search
 
 if TYPE_CHECKING:
@@ -194,6 +195,17 @@ class VastAIProvider(CloudProvider):
         await asyncio.gather(*(
             self.api.label(int(i.id), leased_label(prefix, i.node, until)) for i in instances if i.node >= 0
         ))
+
+    async def preemptions(self, cluster: Cluster, instances: list[Instance]) -> dict[str, str]:
+        """The bid (interruptible) instances that were outbid: Vast stops such an instance while a
+        higher bid holds its machine (`actual_status: stopped`), and it serves nothing meanwhile."""
+        bids = [i for i in instances if i.spot]
+        rows = await asyncio.gather(*(self.api.show(int(i.id)) for i in bids), return_exceptions=True)
+        taken = {}
+        for instance, row in zip(bids, rows, strict=True):
+            if isinstance(row, dict) and row.get("actual_status") == "stopped":
+                taken[instance.id] = f"outbid on Vast ({row.get('status_msg') or 'stopped'})"
+        return taken
 
     def _grace_over(self, instance: Instance) -> bool:
         """A new machine may briefly answer with Vast's key (see `machine`); past the grace, no."""

@@ -74,7 +74,8 @@ def environment_for(
     from skyward.bootstrap.wheels import resolve_source
 
     digests = [wheel_digest(w) for w in wheels]
-    key = environment_key(image, interpreter_spec(image, python), system_site_packages, resolve_source(image), digests)
+    spec = interpreter_spec(image, python)
+    key = environment_key(image, spec, system_site_packages, resolve_source(image), digests)
     return environment_dir(root, key)
 
 

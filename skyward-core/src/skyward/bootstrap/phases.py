@@ -119,7 +119,8 @@ def venv_phase(python_spec: str, system_site_packages: bool = False, *, shared: 
     spec = shlex.quote(python_spec + (" +system-site-packages" if system_site_packages else ""))
     lines = (
         ("" if shared else 'V="$W/venv"\n')
-        + f'if [ -x "$V/bin/python" ] && [ "$(cat "$V/.skyward-python" 2>/dev/null || true)" = {spec} ]; then\n'
+        + 'if [ -x "$V/bin/python" ] && '
+        + f'[ "$(cat "$V/.skyward-python" 2>/dev/null || true)" = {spec} ]; then\n'
         '  echo "skyward bootstrap: reusing the virtual environment at $V"\n'
         "else\n"
         '  rm -rf "$V"\n'
@@ -360,15 +361,19 @@ def op_phase(op: Op, name: str, index: int) -> str:
     # A run resumed after a lost connection skips the ops that completed before it: an op need not
     # be safe to run twice, except the one that was cut off, which runs again from its start.
     skipped = f"skyward bootstrap: {name} completed before the connection was lost; not running it again"
+    # An op that carries secrets (a volume's keys) is written private and removed once it ran.
+    forget = f'rm -f "$W/bootstrap/{file_name}"\n' if op.secrets else ""
     lines = (
         'mkdir -p "$W/bootstrap"\n'
-        f"cat > \"$W/bootstrap/{file_name}\" <<'{delimiter}'\n{content}{delimiter}\n"
+        f'rm -f "$W/bootstrap/{file_name}"\n'
+        f"(umask 077 && cat > \"$W/bootstrap/{file_name}\" <<'{delimiter}'\n{content}{delimiter}\n)\n"
         f'if [ "${{{RESUME}:-}}" = 1 ] && [ -e "$W/bootstrap/{file_name}.done" ]; then\n'
         f"  echo {shlex.quote(skipped)}\n"
         "else\n"
         + _indent(_run(f'bash "$W/bootstrap/{file_name}"', f"bash $W/bootstrap/{file_name}"))
         + f'  : > "$W/bootstrap/{file_name}.done"\n'
         "fi\n"
+        + forget
     )
     return _phase(name, lines)
 

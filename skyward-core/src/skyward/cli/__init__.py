@@ -19,9 +19,9 @@ Exit codes scripts can rely on:
 
 Every listing takes `--json` and then prints one JSON document on stdout and nothing else.
 
-The package holds one module per command group (`version`, `providers`, `config`, `logs`); the
-root group (`skyward.cli.app`) imports a command's module only when that command runs, so adding
-one (`offers`, `ls`, `down`) is a module and a line in `app.BUILTIN`.
+The package holds one module per command group (`version`, `providers`, `config`, `logs`,
+`sweep` for `ls` and `down`, `offers`); the root group (`skyward.cli.app`) imports a command's
+module only when that command runs, so adding one is a module and a line in `app.BUILTIN`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
-#: command name -> "module:attribute" of its click command (`offers`, `ls`, `down` slot in here).
+#: command name -> "module:attribute" of its click command.
 BUILTIN = {
     "version": "skyward.cli.version:version",
     "providers": "skyward.cli.providers:providers",
@@ -31,6 +31,10 @@ BUILTIN = {
     "logs": "skyward.cli.logs:logs",
     "ls": "skyward.cli.sweep:ls",
     "down": "skyward.cli.sweep:down",
+    "offers": "skyward.cli.offers:offers",
+    "server": "skyward.cli.server:server",
+    "compute": "skyward.cli.compute:compute",
+    "log": "skyward.cli.log:log",
 }
 
 
@@ -87,7 +91,7 @@ def plugin_commands() -> dict[str, click.Command]:
 @click.group(cls=SkyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="skyward-core", prog_name="sky", message="%(prog)s %(version)s")
 def cli() -> None:
-    """Skyward's command line: installed providers, configuration, logs.
+    """Skyward's command line: installed providers, offers and prices, configuration, logs, machines.
 
     Exit codes: 0 done, 1 failed (one line on stderr says why), 2 wrong command line.
     Every listing takes --json.

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 #: The folding hooks' starting values, registered with this module (pluggy reads its attributes).
 __all__ = [
     "BUILTIN_PLUGINS",
+    "skyward_bootstrap_ops",
     "skyward_decorate",
     "skyward_image_transform",
     "skyward_launcher",
@@ -52,6 +53,14 @@ def _lazy(module: str, attr: str) -> Callable[..., Any]:
     factory.__module__ = module
     factory.__doc__ = f"The {attr} plugin (see {module})."
     return factory
+
+
+@hookimpl(tryfirst=True)
+def skyward_bootstrap_ops(cluster: Any) -> tuple[Any, ...]:
+    """The pool's volumes (`Spec.volumes`), mounted or copied before any plugin op runs."""
+    from skyward.client.volumes import volume_ops
+
+    return volume_ops(cluster)
 
 
 @hookimpl

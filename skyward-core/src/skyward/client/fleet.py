@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.client import machines, release
+from skyward.client import machines, release, telemetry
+from skyward.client.announce import Announcer
 from skyward.client.hooks import PoolHooks
 from skyward.client.node import NodeHandle
+from skyward.client.preemption import NodeGuards
 from skyward.client.release import MachineRelease
 from skyward.client.spend import Spend
+from skyward.collections.store import CollectionStore
 from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError
 from skyward.extension.plugin import LaunchCommand
 from skyward.image import image_secrets
@@ -91,6 +94,11 @@ class Fleet:
         self._lease: asyncio.Task[None] | None = None
         self._log = structlog.get_logger()
         self._release = MachineRelease(self.name, self.bus, self._log, self._spend)
+        # sky.dict, sky.lock...: the pool's one copy; Options(cluster=False) turns them off
+        self.collections = CollectionStore(name, enabled=options.cluster is not False)
+        self.announce = Announcer(bus, name)  # machine lifecycle events (client/announce.py)
+        #: Preemption notices and health checks: a new machine for a node whose machine is lost.
+        self.guards = NodeGuards(self)
 
     # -- what the pool asks ------------------------------------------------------------------------------
 
@@ -166,11 +174,13 @@ class Fleet:
             self.provider, self.cluster, lambda: list(self.instances.values()), float(self.spec.ttl),
             lambda: self.closing,
         ))
+        self.guards.start()
 
     async def _start_spec(self, spec: Any) -> None:
         self.spec = spec
         self.hooks = PoolHooks(tuple(spec.plugins))
         self.provider = spec.provider.create(self.options)
+        self.announce.attach(self.provider)
         self.cluster = await self.provider.prepare(spec, self.name)
         self.image = self.hooks.transform_image(spec.image, self.cluster)
         self._secrets = image_secrets(self.image)
@@ -208,6 +218,7 @@ class Fleet:
 
     async def _provision(self, indices: Collection[int]) -> list[Any]:
         """Machines for the node `indices`, counted in the pool's spend and known from now on."""
+        self.announce.requested(indices)
         instances = await self.provider.provision(self.cluster, list(indices))
         self._spend.started(instances)
         for instance in instances:
@@ -222,10 +233,11 @@ class Fleet:
     async def _start_node(self, index: int, instance: Any, total: int, worker: int = 0) -> NodeHandle:
         setup = NodeSetup(
             image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
-            emit=self.bus.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
+            emit=self.announce.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
             worker=worker, end_command=self.hooks.end_machine_command(self.provider, self.cluster, instance),
         )
         channel = await self.provider.connect(self.cluster, instance, setup)
+        self.announce.launched(self.provider, instance, worker)
         info = self._place(index, total, worker)
         key = index * self.workers_per_node + worker
         node = NodeHandle(
@@ -241,13 +253,16 @@ class Fleet:
             ttl=0.0 if self.provider.guards_nodes else float(self.spec.ttl),
             shutdown_command=None if self.provider.guards_nodes else self.provider.shutdown_command,
             include_sources=include_sources(self.image.includes),
+            metrics=telemetry.plan(self.image.metrics, self.bus.listens),
         )
+        self.collections.serve(node)
         try:
             await node.handshake(hello, HANDSHAKE_TIMEOUT)
         except BaseException:
             node.kill()
             await channel.close(timeout=1)
             raise
+        self.announce.running(self.provider, instance, worker)
         self._scheduler.add(node)
         node.start_pings(min(self.spec.ttl / 3, 30.0) if self.spec.ttl > 0 else 0)
         if worker == 0:
@@ -301,6 +316,7 @@ class Fleet:
         """
         self._scheduler.remove(node)
         tasks = node.leave()
+        self.collections.node_removed(node, reason)  # its locks released, its barriers broken
         if lost:
             self.bus.emit(NodeLost(node=node.index, reason=reason, restart=restart, pool=self.name))
         else:
@@ -337,6 +353,8 @@ class Fleet:
         self.replacing.add(key)
         try:
             await old.close(timeout=1)
+            if await self.guards.lost_machine(index):  # taken back by its cloud: a new machine
+                return
             instance = self.instances[index]
             await self._start_node(index, instance, len(self.instances), worker=old.info.worker)
             replaced = InstanceReplaced(node=index, old_id=instance.id, new_id=instance.id, pool=self.name)
@@ -457,6 +475,7 @@ class Fleet:
     async def teardown(self, reason: str) -> None:
         """Stop every worker and give back every machine (`reason`: why the pool stops)."""
         self.closing = True
+        self.guards.stop()
         if self._lease is not None:
             self._lease.cancel()
             self._lease = None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from skyward.client import telemetry
 from skyward.client.shipping import FunctionLedger
 from skyward.messages import RemoteFailure
 from skyward.observe.events import Error, Log, TaskCompleted, TaskStarted
@@ -80,6 +81,10 @@ class NodeHandle:
         self._listens = listens
         #: The pool's name, on every event this node emits.
         self.pool = pool
+        #: Where a HEALTH frame goes: `(check id, (healthy, detail))` (client/health.py).
+        self.on_health: Callable[[int, Any], None] | None = None
+        #: Where a COLLECTION frame goes: the pool's store (`skyward.collections.store`).
+        self.on_collection: Callable[[NodeHandle, Frame], None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -350,6 +355,14 @@ class NodeHandle:
         elif kind is Kind.READY:
             if self._ready_future is not None and not self._ready_future.done():
                 self._ready_future.set_result(frame.payload)
+        elif kind is Kind.HEALTH:
+            if self.on_health is not None:
+                self.on_health(frame.id, frame.payload)
+        elif kind is Kind.METRICS:
+            telemetry.emit_batch(self, frame.payload)
+        elif kind is Kind.COLLECTION:
+            if self.on_collection is not None:
+                self.on_collection(self, frame)
 
     def _undecodable(self, frame: Frame) -> None:
         """A frame whose payload would not unpickle here (see `Undecodable`): the task it answers
@@ -364,6 +377,8 @@ class NodeHandle:
             task = self._finish(frame.id)
             if task is not None:
                 self._fail_undecodable(task, frame)
+        elif kind is Kind.COLLECTION and self.on_collection is not None:
+            self.on_collection(self, frame)  # the store answers the request with the reason
         elif kind is Kind.READY:
             if self._ready_future is not None and not self._ready_future.done():
                 error = frame.payload.explain(f"Node {self.index}'s handshake", "here, on the client")

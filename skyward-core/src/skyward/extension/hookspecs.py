@@ -5,7 +5,7 @@
 Three families, each called through `pm.hook.<name>(...)` on its own plugin manager:
 
 - **discovery** (`skyward_providers`, `skyward_plugins`, `skyward_cli_commands`,
-  `skyward_sweepers`): implemented by
+  `skyward_sweepers`, `skyward_offer_sources`): implemented by
   the module an installed distribution names in the `skyward` entry-point group; core's own
   built-ins (`skyward.client.builtins`) come through the same entry point, so there is one path for
   everyone (`skyward.extension.registry`);
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from skyward.client.pool import Pool
     from skyward.extension.plugin import LaunchCommand, LaunchContext, Plugin
     from skyward.image import Image
+    from skyward.market.source import OfferSource
     from skyward.providers.base import Cluster, Instance, Provider, ProviderConfig
     from skyward.providers.sweep import Sweeper
     from skyward.spec import Spec
@@ -108,6 +109,20 @@ def skyward_sweepers() -> Sequence[Sweeper] | None:
     Collecting; runs once per `sky ls` / `sky down`. Each sweeper lists only machines carrying
     Skyward's mark (a tag, a name) and never ends anything else; one whose `credentials()` are not
     found is skipped and reported. Build the sweepers inside this function: it loads nothing else.
+    """
+
+
+@hookspec
+def skyward_offer_sources() -> Sequence[OfferSource] | OfferSource | None:
+    """Return the `OfferSource`s (`skyward.market.source`) that list this distribution's instance
+    offers and prices, for `sky offers` and `sky.offers()`.
+
+    Collecting; runs once per `sky offers` / `sky.offers()`. A source reads the provider's usual
+    environment for its credentials; one whose `credentials()` are not found is not asked, one
+    whose `fetch()` raises is reported beside the others' offers (its last offers kept, marked
+    stale). A provider config may also answer `offer_source()` with a source bound to its own
+    settings, which a pool with `selection="cheapest"` prices its specs from. Build the sources
+    inside this function: it loads nothing else.
     """
 
 

@@ -38,8 +38,9 @@ RELEASE = "guardian.release"
 RENEWER = "renew-{pid}.live"
 #: The end command a later start handed the running guardian (it replaces the one it started with).
 END_COMMAND = "guardian.end-command"
-#: The pool's files that hold secrets (image env, index credentials), relative to the node folder.
-SECRETS = ("env.sh", "requirements/*.toml", "requirements/*.txt")
+#: The pool's files that hold secrets (image env, index credentials, volume keys and the bootstrap
+#: op that writes them), relative to the node folder.
+SECRETS = ("env.sh", "requirements/*.toml", "requirements/*.txt", "volumes/rclone.conf", "bootstrap/*.sh")
 #: Pid files of the pool's process groups (workers, the bootstrap), relative to the node folder.
 PID_FILES = ("*.pid",)
 #: With ttl=0 the lease ends when the renewers' connection closes; a connection that stays open
@@ -49,6 +50,8 @@ ZERO_TTL_SILENCE = 15.0
 TICK = 0.25
 #: How long the machine's end command may run.
 END_COMMAND_TIMEOUT = 120.0
+#: The pool's exit scripts, relative to the node folder (`skyward.bootstrap.volumes.EXIT_DIR`).
+EXIT_DIR = "exit.d"
 
 
 class Lease:
@@ -262,8 +265,24 @@ class Guardian:
             except (OSError, subprocess.TimeoutExpired) as exc:
                 self.log(f"the end command failed: {exc!r}")
 
+    def run_exit_scripts(self) -> None:
+        """The pool's exit scripts (`exit.d/*.sh`: its volumes' unmount and last uploads), as the
+        client would run them at a clean exit; before the secrets they need are removed."""
+        scripts = sorted(glob.glob(self.path(os.path.join(EXIT_DIR, "*.sh"))))
+        for script in scripts:
+            with open(self.path(LOG), "ab") as out:
+                try:
+                    result = subprocess.run(
+                        ["bash", script], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                        timeout=END_COMMAND_TIMEOUT, check=False, cwd=self.dir,
+                    )
+                    self.log(f"{os.path.basename(script)} exited with {result.returncode}")
+                except (OSError, subprocess.TimeoutExpired) as exc:
+                    self.log(f"{os.path.basename(script)} failed: {exc!r}")
+
     def end(self) -> None:
         self.stop_processes()
+        self.run_exit_scripts()
         self.remove_secrets()
         self.end_machine()
 

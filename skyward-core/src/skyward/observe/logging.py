@@ -26,6 +26,7 @@ import logging
 import logging.handlers
 import os
 import re
+import sys
 import threading
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -276,6 +277,17 @@ def _settings(config: LogSettings | LogConfig | bool) -> LogSettings | None:
     return config  # type: ignore[return-value]
 
 
+class _CurrentStderr:
+    """Writes to whatever `sys.stderr` is at each record: while the rich console's live area runs,
+    that is its proxy, which prints the line above the spinner rather than over it."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(config: LogSettings | LogConfig | bool = True) -> Path | None:
     """Set up Skyward's logging from `Options.logging`; returns the log file, or None when there is none.
 
@@ -305,7 +317,7 @@ def configure_logging(config: LogSettings | LogConfig | bool = True) -> Path | N
                 handlers[-1].setLevel(level)
             if console:
                 # Problems in Skyward itself reach stderr; progress is the Console's job, not the log's.
-                handlers.append(logging.StreamHandler())
+                handlers.append(logging.StreamHandler(_CurrentStderr()))
                 handlers[-1].setLevel(max(level, logging.WARNING))
         _remove_handlers()
         logger = logging.getLogger("skyward")

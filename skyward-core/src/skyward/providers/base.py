@@ -16,13 +16,15 @@ The lifecycle, in the order the pool calls it:
 4. `connect(cluster, instance, setup) -> Channel`: bootstrap the machine if needed and start one
    worker with `setup.launch`; called once per worker (several per node with `mig`), and again to
    restart a worker on a machine that is still there.
-5. `renew_lease(cluster, instances, until)`: while the pool runs, every ~`Spec.ttl`/3 (1 to 15
+5. `preemptions(cluster, instances)`: while the pool runs, every `reconcile_tick_interval` and
+   when a node is lost: which machines the cloud is taking back (spot). Optional: none by default.
+6. `renew_lease(cluster, instances, until)`: while the pool runs, every ~`Spec.ttl`/3 (1 to 15
    minutes), move the pool's expiry mark (AWS's `skyward:expires` tag) to `until` (epoch seconds),
    so a long job is never taken for an abandoned one by `sky down` or a clean-up script. Optional:
    the default does nothing (a provider whose API cannot relabel a machine relies on the node's
    guardian alone).
-6. `terminate(cluster, instances)`: end these machines (idempotent): on a cloud they are deleted.
-7. `teardown(cluster)`: remove what `prepare` created; called last, also after a failed start. The
+7. `terminate(cluster, instances)`: end these machines (idempotent): on a cloud they are deleted.
+8. `teardown(cluster)`: remove what `prepare` created; called last, also after a failed start. The
    pool's `stop()` gives `terminate` and `teardown` together `release_timeout` seconds (beyond
    `Options.shutdown_timeout` for the workers) before it reports, naming them, the machines whose
    end it could not confirm.
@@ -147,6 +149,14 @@ class Provider(abc.ABC):
     release_timeout: float = 120.0
     #: The pool's `sky.Options` (timeouts, retries), as given to the constructor.
     options: Options
+    #: Whether `provision` tells the pool when each machine is launched and running (through
+    #: `announce`), as a cloud does; else the pool says so when a node's worker starts and answers.
+    announces_machines: bool = False
+
+    def announce(self, event: Any) -> None:
+        """Tell the pool what a machine is doing (`sky.InstanceLaunched`, `sky.InstanceRunning`).
+        The pool replaces this with its event bus before `provision`; alone, it tells no one."""
+        return None
 
     def __init__(self, options: Options | None = None) -> None:
         self.options = options if options is not None else Options()
@@ -181,6 +191,13 @@ class Provider(abc.ABC):
         """Mark the pool's machines (and what goes with them) as leased until `until` (epoch
         seconds): the live client calls it every ~`Spec.ttl`/3. Nothing by default."""
         return None
+
+    async def preemptions(self, cluster: Cluster, instances: list[Instance]) -> dict[str, str]:
+        """The instances among `instances` that their cloud is taking back (a spot interruption
+        notice, a reclaimed interruptible pod, an outbid bid), by id, each with the reason in
+        words. The pool asks every `Options.reconcile_tick_interval` seconds and whenever a node
+        is lost, and replaces the machines named (`client/preemption.py`). None by default."""
+        return {}
 
     def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
         """The shell command that ends `instance`'s machine from inside it (`shutdown_command`

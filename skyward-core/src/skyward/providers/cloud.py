@@ -37,6 +37,7 @@ import attrs
 import structlog
 
 from skyward.errors import CapacityError, ProvisionError
+from skyward.observe.events import InstanceLaunched, InstanceRunning
 from skyward.observe.logging import register_secret
 from skyward.options import Options
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
@@ -175,6 +176,7 @@ class CloudProvider(Provider):
     shutdown_command: str | None = "sudo shutdown -h now"
     keeps_environments = True
     guards_nodes = True
+    announces_machines = True
 
     def __init__(self, options: Options | None = None, *, python: str | None = None) -> None:
         super().__init__(options)
@@ -272,6 +274,8 @@ class CloudProvider(Provider):
         try:
             launched = await self.launch(cluster, nodes)
             self._held.update((i.id, i) for i in launched)
+            for instance in launched:
+                self.announce(InstanceLaunched(node=instance.node, instance_id=instance.id))
             ready = await self.wait_for_addresses(cluster, launched)
             self._held.update((i.id, i) for i in ready)
             return ready
@@ -303,6 +307,8 @@ class CloudProvider(Provider):
             waiting = [i for i in instances if i.id not in ready]
             for instance in await self.refresh(cluster, waiting):
                 ready[instance.id] = instance
+                running = InstanceRunning(node=instance.node, instance_id=instance.id, ip=instance.public_ip)
+                self.announce(running)
             if len(ready) == len(instances):
                 host_key = self.access.host_key_public if self.access else ""
                 return [
@@ -330,7 +336,13 @@ class CloudProvider(Provider):
         return await self.nodes.start_worker(cluster, instance, setup)
 
     async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
-        """Delete the machines; whatever ran on them goes with them."""
+        """Delete the machines; whatever ran on them goes with them, once their exit scripts ran
+        (a read-write volume's last uploads: `RemoteNodes.run_exit_scripts`)."""
+        if getattr(cluster.spec, "volumes", ()):
+            await asyncio.gather(
+                *(self.nodes.run_exit_scripts(cluster, instance) for instance in instances),
+                return_exceptions=True,
+            )
         for instance in instances:
             self.nodes.forget(instance.node)
         await self.destroy(cluster, instances)

@@ -26,7 +26,7 @@ import socket
 import sys
 import tempfile
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import structlog
@@ -53,6 +53,8 @@ class Local:
     isolated: bool = False
     #: Fork workers from a pre-imported interpreter (Linux; see the module docstring).
     fork: bool = True
+    #: Volumes are not mounted here (tasks see this machine's files; `_warn_unmounted` says so).
+    mounts_volumes: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

@@ -11,7 +11,8 @@ bootstrap run there, and the workers started there. A provider with machines cal
   resumed, see `prepare_node`), kills any worker an earlier connection left, and starts the
   worker on an exec channel;
 - `clean(cluster, instance)` from `Provider.terminate`: lets the node's guardian go, kills every
-  worker it started there (the whole process group) and removes the node folder;
+  worker it started there (the whole process group), runs the node's exit scripts (its volumes'
+  unmount) and removes the node folder;
 - `close()` from `Provider.teardown`.
 
 Each node folder has a guardian (`skyward.guardian`), started at the pool's first login there,
@@ -51,6 +52,8 @@ DEFAULT_RETRY_INTERVAL = 1.0
 FIRST_LOGIN_TIMEOUT = 20.0
 #: Where a host keeps the environments images built (`bootstrap.environments`), under its home.
 ENVIRONMENTS = ".skyward/envs"
+#: How long a node's exit scripts may run when it is cleaned (uploading a read-write volume's copy).
+EXIT_SCRIPTS_TIMEOUT = 600.0
 
 
 @attrs.frozen
@@ -161,6 +164,10 @@ class RemoteNodes:
     def facts(self, node: int) -> tuple[int, float]:
         """(CPUs, memory in GB) of `node`'s machine, (0, 0.0) when unknown."""
         return self._facts.get(node, (0, 0.0))
+
+    async def connection(self, node: int, instance: Instance) -> Connection:
+        """`node`'s live connection (reopened if it dropped), for a provider's own channels on it."""
+        return await self._connection(node, instance)
 
     async def _connection(self, node: int, instance: Instance, timeout: float | None = None) -> Connection:
         conn = self._conns.get(node)
@@ -279,7 +286,8 @@ class RemoteNodes:
 
         return await prepare_node(
             SSHRunner(conn, label=str(login), pid_file=pid_file), setup, node=node, workdir=workdir,
-            reconnect=reconnect, environments_root=f"{self._homes[node]}/{ENVIRONMENTS}", **self.bootstrap_args(),
+            reconnect=reconnect, environments_root=f"{self._homes[node]}/{ENVIRONMENTS}",
+            **self.bootstrap_args(),
         )
 
     async def clean(self, cluster: Cluster, instance: Instance) -> None:
@@ -303,15 +311,41 @@ class RemoteNodes:
         command = release_command(workdir) + "; " + (
             f'for f in {q(workdir)}/worker-*.pid; do [ -f "$f" ] || continue; p=$(cat "$f"); '
             f'[ -n "$p" ] && {{ kill -9 -- -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }}; done; '
-            f"rm -rf {q(workdir)}; rmdir {parents} 2>/dev/null; true"
         )
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(conn.run(command, check=False), 60)
+            await asyncio.wait_for(conn.run(command + "true", check=False), 60)
+        if getattr(cluster.spec, "volumes", ()):  # the only exit scripts today: a volume's unmount
+            await self._run_exit_scripts(conn, node, workdir)
+        with contextlib.suppress(Exception):
+            remove = f"rm -rf {q(workdir)}; rmdir {parents} 2>/dev/null; true"
+            await asyncio.wait_for(conn.run(remove, check=False), 60)
         self._set_renewal(node, None)
         self._guards.pop(node, None)
         self._scripts.pop(node, None)
         for key in [key for key in self._pid_files if key[0] == node]:
             del self._pid_files[key]
+
+    async def run_exit_scripts(self, cluster: Cluster, instance: Instance) -> None:
+        """Run `instance`'s exit scripts on its open connection, before a cloud deletes the machine
+        (no new login is tried: a machine that cannot be reached loses nothing more by deletion)."""
+        node = instance.node
+        conn = self._conns.get(node)
+        if node in self._homes and conn is not None and not conn.is_closed():
+            await self._run_exit_scripts(conn, node, self.workdir(cluster, node))
+
+    async def _run_exit_scripts(self, conn: Connection, node: int, workdir: str) -> None:
+        """The node's exit scripts (a volume's unmount and upload: `skyward.bootstrap.volumes`), once
+        its workers are gone and before its folder is; a failure is logged, never raised."""
+        from skyward.bootstrap.volumes import exit_command
+
+        try:
+            command = exit_command(workdir)
+            result = await asyncio.wait_for(conn.run(command, check=False), EXIT_SCRIPTS_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001 - reported; cleaning goes on
+            self._log.warning("skyward.node_exit_failed", node=node, error=str(exc))
+            return
+        if result.exit_status:
+            self._log.warning("skyward.node_exit_failed", node=node, output=str(result.stderr or "")[-2000:])
 
     def forget(self, node: int) -> None:
         """Drop what is known of `node` (its machine is being deleted): its connection is closed."""

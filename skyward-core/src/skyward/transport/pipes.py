@@ -343,7 +343,7 @@ class PipeChannel(Channel):
         loop = asyncio.get_running_loop()
         try:
             await asyncio.wait_for(loop.run_in_executor(None, proc.wait), timeout)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             self.kill()
             await loop.run_in_executor(None, proc.wait)
         self._on_readable()  # the rest, up to the end of file, now that the worker has exited

@@ -39,11 +39,10 @@ from skyward.transport.fork_protocol import DESCRIPTORS, MAX_REQUEST, PID
 def serve(sock: socket.socket) -> None:
     """Import the worker (the point of the server), then fork a worker for each request until
     the client closes the socket."""
-    from skyward.worker import main as worker_main  # noqa: F401 - imported once, for every fork
-
     # What every worker imports at its handshake or first task, also once here, so no fork pays
     # for it (7 ms each for these, four workers at once on two cores: a pool's start shows it).
     from skyward.task import instance, output, runtime  # noqa: F401
+    from skyward.worker import main as worker_main  # noqa: F401 - imported once, for every fork
 
     signal.signal(signal.SIGCHLD, _reap)
     while True:

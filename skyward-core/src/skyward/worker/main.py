@@ -22,7 +22,9 @@ from typing import Any
 import cloudpickle
 
 from skyward import tracebacks
-from skyward.errors import SerializationError
+from skyward.collections.transport import ChannelClient
+from skyward.collections.transport import install as install_collections
+from skyward.errors import PoolClosedError, SerializationError
 from skyward.messages import Hello, RemoteFailure, StreamRef, TaskMessage
 from skyward.transport import lane
 from skyward.wire import Frame, Kind, Undecodable, encode
@@ -86,6 +88,9 @@ class Worker:
         self.functions = ShippedFunctions(keep_bytes=self.slots is not None)
         self.running: dict[int, _Running] = {}
         self.inputs: dict[int, InputStream] = {}
+        #: This process's way to the pool's collections (sky.dict, sky.lock...: skyward/collections).
+        self.collections = ChannelClient(channel, self.threads.release_reader, self.current_task)
+        install_collections(self.collections)
 
     # -- frame dispatch ---------------------------------------------------------------------------
 
@@ -131,6 +136,12 @@ class Worker:
 
             self.info = frame.payload
             runtime.set_instance_info(frame.payload)
+        elif kind is Kind.CHECK:
+            from skyward.worker.health import run_check
+
+            run_check(self.channel.send, frame.id, frame.payload)
+        elif kind is Kind.ANSWER:
+            self.collections.answer(frame.id, frame.payload)
         elif kind is Kind.SHUTDOWN:
             return STOP
         return None
@@ -143,6 +154,9 @@ class Worker:
             self.running[frame.id] = _Running(call=frame.kind is Kind.CALL)
             error = payload.explain("The arguments of a task", "on the worker")
             return Job(functools.partial(self.refuse, frame.id, error))
+        if frame.kind is Kind.ANSWER:
+            self.collections.answer(frame.id, (False, payload.explain("A collection's value", "here")))
+            return None
         if frame.kind is Kind.ITEM or frame.kind is Kind.END:
             stream = self.inputs.pop(frame.id, None)
             if stream is not None:
@@ -150,6 +164,11 @@ class Worker:
             return None
         print(f"skyward: a {frame.kind.name} frame could not be decoded: {payload.error!r}", file=sys.stderr)
         return None
+
+    def current_task(self) -> int:
+        """The task the calling thread runs (0 if none): who holds a collection's lock."""
+        me = threading.get_ident()
+        return next((task_id for task_id, s in list(self.running.items()) if s.thread_id == me), 0)
 
     def refuse(self, task_id: int, error: BaseException) -> None:
         """Answer a task that cannot run with `error`, by the path its caller listens on."""
@@ -279,6 +298,7 @@ class Worker:
         here. A held outcome leaves with the next flush: when the reader is about to wait for the
         client, or once it runs a task longer than a tick.
         """
+        self.collections.before_outcome(task_id)  # what the task wrote to collections goes first
         parts = self.channel.encode(kind, task_id, payload)
         state = self.running.get(task_id)
         if state is not None and state.call:
@@ -326,10 +346,12 @@ class Worker:
             if close is not None:
                 close()
         self.pump.drain()
+        self.collections.before_outcome(task_id)
         self.channel.send(Kind.DONE, task_id, credits.cancelled)
 
     def abandon(self) -> None:
         """The watchdog's cleanup: stop tasks and leave around_app without touching the channel."""
+        self.collections.close(PoolClosedError("the worker is stopping: the client is gone"))
         for task_id in list(self.running):
             self.cancel(task_id)
         self.threads.shutdown()
@@ -342,6 +364,7 @@ class Worker:
         """Leave the plugins' contexts; what they print, and any that fails, still reach the
         client, which reads this worker's frames until it exits."""
         self.flush_held()
+        self.collections.close(PoolClosedError("the worker is stopping: the pool shut down"))
         for task_id in list(self.running):
             self.cancel(task_id)
         self.threads.shutdown()
@@ -412,6 +435,10 @@ def main() -> None:
     ready = {"pid": os.getpid(), "python": sys.version.split()[0], "reply_lane": channel.reply_fd is not None}
     channel.send(Kind.READY, 0, ready)
     hello = first.payload
+    if getattr(hello, "metrics", ()):
+        from skyward.worker import telemetry
+
+        telemetry.start(channel.send, hello.metrics)  # a sampler beside this process (sampler.py)
     if getattr(hello, "ttl", 0) > 0:
         Watchdog(hello.ttl, lambda: channel.last_read, worker.abandon, hello.shutdown_command).start()
     _leave_on_sigterm(worker)

@@ -24,6 +24,7 @@ from typing import Any
 
 import cloudpickle
 
+from skyward.collections import bridge
 from skyward.errors import TaskProcessError
 from skyward.messages import RemoteFailure
 
@@ -39,9 +40,14 @@ class _Slot:
     def __init__(self, ctx: Any, init_bytes: bytes) -> None:
         parent, child = ctx.Pipe()
         self.conn = parent
-        self.process = ctx.Process(target=_child_main, args=(child, init_bytes), daemon=True)
+        # A pipe of its own for the child's collection requests, served by a thread here (bridge.py).
+        shared, shared_child = ctx.Pipe()
+        self.task_id = 0  # the task the child runs: who holds what it locks
+        self.process = ctx.Process(target=_child_main, args=(child, init_bytes, shared_child), daemon=True)
         self.process.start()
         child.close()
+        shared_child.close()
+        bridge.serve(shared, lambda: self.task_id)
         #: Set (under the slots' lock) before this worker kills the child on purpose, so the task's
         #: thread can tell a cancel from a child that died by itself.
         self.cancelled = False
@@ -83,6 +89,7 @@ class ProcessSlots:
         slot = self._free.get() or self._start()
         with self._lock:
             self._by_task[task_id] = slot
+        slot.task_id = task_id
         healthy = False
         try:
             slot.conn.send_bytes(call_bytes)
@@ -174,13 +181,14 @@ def _died(slot: _Slot) -> TaskProcessError:
     )
 
 
-def _child_main(conn: Any, init_bytes: bytes) -> None:
+def _child_main(conn: Any, init_bytes: bytes, shared: Any = None) -> None:
     from skyward import tracebacks
     from skyward.task import runtime
     from skyward.worker.functions import LoadedFunctions
     from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
 
     env, info, plugins, sys_path, include_sources = cloudpickle.loads(init_bytes)
+    bridge.install_child(shared)  # the task's collections reach the store through this worker
     os.environ.update(env)
     sys.path[:0] = [p for p in sys_path if p not in sys.path]
     tracebacks.set_include_sources(os.environ.get("SKYWARD_WORKDIR"), include_sources)
@@ -206,6 +214,7 @@ def _child_main(conn: Any, init_bytes: bytes) -> None:
                     runtime.set_instance_info(place)
                 call = functions.get(fn_key, fn_bytes, load)
                 result = call(*args, **kwargs)
+                bridge.before_reply()  # the task's eventual writes reach the store before its result
                 reply = (True, result)
             except BaseException as exc:  # noqa: BLE001 - reported to the client
                 reply = (False, RemoteFailure.capture(exc))

@@ -100,6 +100,22 @@ class TaskThreads:
         ends, so what the task sends may wait until the reader has nothing left to read."""
         return self._inline_reader == threading.get_ident()
 
+    def release_reader(self) -> None:
+        """Make another thread the reader now if the reader is running a task (any thread may ask).
+
+        A task about to wait for an answer only a reader can receive (a collection's, see
+        `skyward.collections.transport`) asks this first, rather than waiting for the watcher's
+        tick; as when the watcher does it, the old reader finishes its task as a task thread.
+        """
+        if self._paused_since is None:  # the common case, read without the lock: nobody to replace
+            return
+        with self._lock:
+            if self._paused_since is None:
+                return
+            self._paused_since = None
+        self._jobs.put(_READ)
+        self._on_pause()
+
     def shutdown(self) -> None:
         """Drop tasks not started yet (the client is gone or going); idle threads end."""
         with self._lock:
