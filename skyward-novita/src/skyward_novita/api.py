@@ -14,17 +14,15 @@ stock, no available GPU) are `CapacityError`, retried by the base; anything else
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import aiohttp
 import structlog
 
 from skyward.errors import CapacityError, ProvisionError
+from skyward.providers.rest import JsonApi
 from skyward_novita.account import API_KEY_VARIABLE
 
 LOGGER = "skyward.novita"
-REQUEST_TIMEOUT = 60.0
 CAPACITY_PHRASES = (
     "insufficient", "not enough", "no available", "out of stock", "sold out", "no resource", "unavailable",
 )
@@ -39,43 +37,16 @@ class Gone(ProvisionError):
     """The instance asked about does not exist (any more)."""
 
 
-class NovitaAPI:
+class NovitaAPI(JsonApi):
     """One API key and its HTTP session; `close()` when done."""
 
+    cloud = "Novita"
+
     def __init__(self, api_key: str, url: str) -> None:
-        self._key = api_key
-        self.url = url.rstrip("/")
-        self._session: aiohttp.ClientSession | None = None
-
-    def __repr__(self) -> str:
-        return f"NovitaAPI(url={self.url!r})"
-
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"},
-                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
-            )
-        return self._session
-
-    async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        super().__init__(url, {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"})
 
     async def _call(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
-        try:
-            async with self._http().request(method, self.url + path, **kwargs) as response:
-                text = await response.text()
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ProvisionError(
-                f"Novita: could not {what}: {self.url} did not answer ({type(exc).__name__}: {exc})"
-            ) from exc
-        try:
-            body: Any = json.loads(text) if text else None
-        except ValueError:
-            body = text
+        status, body = await self.send(method, self.url + path, what, **kwargs)
         if status < 400:
             return body
         message = _message(body) or f"HTTP {status}"

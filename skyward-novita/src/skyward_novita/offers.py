@@ -11,7 +11,6 @@ points the source at another endpoint, as it does the sweeper.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import attrs
 
 from skyward.market.offer import Offer
 from skyward.market.source import MARKETPLACE_TTL
+from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus
 from skyward_novita.account import API_URL, locate_api_key, resolve_api_key
 from skyward_novita.catalog import PRICE_UNIT
@@ -73,14 +73,10 @@ class NovitaOffers:
 
         api_key = resolve_api_key(self.api_key)
 
-        async def listing() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            api = NovitaAPI(api_key, self.key)
-            try:
-                return await api.products(1, spot=False), await api.products(1, spot=True)
-            finally:
-                await api.close()
+        async def listing(api: NovitaAPI) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            return await api.products(1, spot=False), await api.products(1, spot=True)
 
-        on_demand, spot = asyncio.run(listing())
+        on_demand, spot = run_closing(lambda: NovitaAPI(api_key, self.key), listing)
         spot_prices = {row.get("id"): float(row.get("spotPrice") or 0) / PRICE_UNIT for row in spot}
         return [
             offer

@@ -7,13 +7,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from typing import TYPE_CHECKING
 
-import structlog
-
 from skyward.errors import ConfigurationError
+from skyward.providers.calls import known_or_none
 from skyward_novita.account import resolve_api_key
 from skyward_novita.api import LOGGER, NovitaAPI
 from skyward_novita.catalog import KINDS, Offer, fits, no_product, plan, whole_gpus
@@ -46,21 +43,12 @@ async def offers(api: NovitaAPI, spec: Spec, *, strict: bool = False) -> list[Of
     return plan(spec, products, gpus)
 
 
-async def _estimate(config: Novita, spec: Spec) -> float | None:
-    api = NovitaAPI(resolve_api_key(config.api_key), config.url)
-    try:
+def estimate_hourly_price(config: Novita, spec: Spec) -> float | None:
+    async def first(api: NovitaAPI) -> float | None:
         found = await offers(api, spec)
         return found[0].price if found else None
-    finally:
-        await api.close()
 
-
-def estimate_hourly_price(config: Novita, spec: Spec) -> float | None:
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="novita-price")
-    try:
-        return pool.submit(asyncio.run, _estimate(config, spec)).result(timeout=PRICE_TIMEOUT)
-    except Exception as exc:  # noqa: BLE001 - unknown price; the launch reports the real error
-        structlog.get_logger(LOGGER).info("skyward.novita_price_unknown", error=str(exc))
-        return None
-    finally:
-        pool.shutdown(wait=False)
+    return known_or_none(
+        lambda: NovitaAPI(resolve_api_key(config.api_key), config.url), first,
+        timeout=PRICE_TIMEOUT, thread="novita-price", logger=LOGGER, event="skyward.novita_price_unknown",
+    )

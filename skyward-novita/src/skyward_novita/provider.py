@@ -13,7 +13,6 @@ instance whose client is gone is ended by the node's guardian alone.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -84,24 +83,18 @@ class NovitaProvider(CloudProvider):
 
     async def _create(self, cluster: Cluster, node: int) -> Instance:
         """Try each offer Novita can start now; only "no capacity" moves on to the next one."""
-        refused: list[str] = []
-        for offer in await offers(self.api, cluster.spec):
-            try:
-                instance_id = await self.api.create(self._request(cluster, node, offer))
-            except CapacityError as exc:
-                refused.append(str(offer))
-                self._log.info("skyward.novita_no_capacity", node=node, offer=str(offer), error=str(exc))
-                continue
-            if refused:
-                self._log.info("skyward.novita_fallback", node=node, offer=str(offer), refused=refused)
+
+        async def create(offer: Offer) -> Instance:
+            instance_id = await self.api.create(self._request(cluster, node, offer))
             return Instance(
                 id=instance_id, node=node, ssh_user=self.config.ssh_user, hourly_rate=offer.price,
                 on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=str(offer),
                 vcpus=offer.vcpus, memory_gb=offer.memory_gb,
             )
-        raise CapacityError(
-            f"Novita has no capacity for node {node} right now ({'; '.join(refused) or 'no product free'}); "
-            "it is retried until Options(provision_timeout=...) runs out"
+
+        return await self.first_created(
+            node, await offers(self.api, cluster.spec), create, cloud="Novita",
+            refused=lambda tried: "; ".join(tried) or "no product free",
         )
 
     def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, Any]:
@@ -150,21 +143,14 @@ class NovitaProvider(CloudProvider):
     async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
         """Delete every instance (a failed call is retried), then wait until none is listed."""
         await asyncio.gather(*(self._delete(i) for i in instances))
-        deadline = time.monotonic() + CONFIRM_TIMEOUT
-        waiting = list(instances)
-        while waiting:
-            rows = await asyncio.gather(*(self.api.instance(i.id) for i in waiting))
-            waiting = [i for i, row in zip(waiting, rows, strict=True) if not gone(row)]
-            if not waiting:
-                break
-            if time.monotonic() >= deadline:
-                raise ProvisionError(
-                    f"Novita still lists {', '.join(i.id for i in waiting)} {CONFIRM_TIMEOUT:.0f} s after "
-                    "their deletion; check the Novita console"
-                )
-            await asyncio.sleep(self.poll_interval)
+        await self.confirm_gone(
+            instances, self._gone, cloud="Novita", timeout=CONFIRM_TIMEOUT, interval=self.poll_interval
+        )
         for instance in instances:
             self._log.info("skyward.novita_instance_deleted", instance=instance.id, node=instance.node)
+
+    async def _gone(self, instance: Instance) -> bool:
+        return gone(await self.api.instance(instance.id))
 
     async def _delete(self, instance: Instance) -> None:
         for attempt in range(DELETE_ATTEMPTS):

@@ -10,27 +10,24 @@ lease: its instances never count as expired.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus
-from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, parse_time
+from skyward.providers.calls import run_closing
+from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, named_pool, parse_time
 from skyward_novita.account import API_URL, locate_api_key
 from skyward_novita.machine import NAME_PREFIX
 
 URL_VARIABLE = "NOVITA_API_URL"
-_NAME = re.compile(rf"^{re.escape(NAME_PREFIX)}(?P<pool>.+)-(?P<node>\d+)$")
 T = TypeVar("T")
 
 
 def pool_of(row: dict[str, Any] | None) -> tuple[str, int] | None:
-    match = _NAME.match(str((row or {}).get("name") or ""))
-    return None if match is None else (match["pool"], int(match["node"]))
+    return named_pool(NAME_PREFIX, (row or {}).get("name"))
 
 
 @attrs.define
@@ -44,14 +41,8 @@ class NovitaSweeper:
         from skyward_novita.account import resolve_api_key
         from skyward_novita.api import NovitaAPI
 
-        async def run() -> T:
-            api = NovitaAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
-            try:
-                return await work(api)
-            finally:
-                await api.close()
-
-        return asyncio.run(run())
+        url = os.environ.get(URL_VARIABLE) or API_URL
+        return run_closing(lambda: NovitaAPI(resolve_api_key(None), url), work)
 
     def machines(self, region: str | None = None) -> list[Machine]:
         from skyward_novita.api import gone
@@ -89,23 +80,11 @@ class NovitaSweeper:
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: `status` (credentials found) with `verified` and `detail` from one
-    cheap authenticated call, the account's instances listed (nothing is created). On a thread of its
-    own, with its own loop: the caller may be inside one."""
-    import concurrent.futures
-
-    if not status.found:
-        return status
+    """`sky providers --check`: one cheap authenticated call, the account's instances listed
+    (nothing is created)."""
 
     async def listed(api: Any) -> int:
         return len(await api.instances())
 
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="novita-check")
-    try:
-        count = pool.submit(NovitaSweeper()._run, listed).result(timeout=30.0)
-    except Exception as error:  # noqa: BLE001 - any refusal or failure is the answer to report
-        return attrs.evolve(status, verified=False, detail=str(error) or type(error).__name__)
-    finally:
-        pool.shutdown(wait=False)
-    detail = f"the credentials list the account's instances ({count})"
-    return attrs.evolve(status, verified=True, detail=detail)
+    listing = "the credentials list the account's instances"
+    return verified(status, lambda: NovitaSweeper()._run(listed), listing, thread="novita-check")

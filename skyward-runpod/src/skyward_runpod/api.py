@@ -17,13 +17,12 @@ quoting RunPod's message. The key itself is only ever in the request header.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import aiohttp
 import structlog
 
 from skyward.errors import CapacityError, ProvisionError
+from skyward.providers.rest import JsonApi
 from skyward_runpod.account import API_KEY_VARIABLE
 
 #: Phrases RunPod uses when it has no machine for the request right now (spot or on-demand).
@@ -35,8 +34,6 @@ CAPACITY_PHRASES = (
 )
 #: Skyward's log file collects the `skyward` logger tree; this provider's lines go there too.
 LOGGER = "skyward.runpod"
-#: How long one API call may take: RunPod answers in seconds; a hung call must not hang the pool.
-REQUEST_TIMEOUT = 60.0
 
 GPU_TYPES_QUERY = """
 query gpuTypes {
@@ -62,45 +59,28 @@ def is_capacity_message(message: str) -> bool:
     return any(phrase in text for phrase in CAPACITY_PHRASES)
 
 
-class RunPodAPI:
+class RunPodAPI(JsonApi):
     """One API key and its HTTP session; `close()` when done (the provider does, at teardown)."""
 
+    cloud = "RunPod"
+
     def __init__(self, api_key: str, rest_url: str, graphql_url: str) -> None:
-        self._key = api_key
-        self.rest_url = rest_url.rstrip("/")
+        super().__init__(rest_url, {"Authorization": f"Bearer {api_key}", "Accept": "application/json"})
         self.graphql_url = graphql_url
-        self._session: aiohttp.ClientSession | None = None
 
     def __repr__(self) -> str:
         return f"RunPodAPI(rest_url={self.rest_url!r})"
 
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._key}", "Accept": "application/json"},
-                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
-            )
-        return self._session
+    @property
+    def rest_url(self) -> str:
+        return self.url
 
-    async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+    def unreachable(self, what: str, error: BaseException) -> str:
+        return f"RunPod: {what} failed, the API did not answer ({type(error).__name__}: {error})"
 
     async def _call(self, method: str, url: str, what: str, **kwargs: Any) -> tuple[int, Any]:
         """(status, parsed JSON or text); raises for a refused key and for errors other than 404."""
-        try:
-            async with self._http().request(method, url, **kwargs) as response:
-                text = await response.text()
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ProvisionError(
-                f"RunPod: {what} failed, the API did not answer ({type(exc).__name__}: {exc})"
-            ) from exc
-        try:
-            body: Any = json.loads(text) if text else None
-        except ValueError:
-            body = text
+        status, body = await self.send(method, url, what, **kwargs)
         if status in (401, 403):
             raise ProvisionError(
                 f"RunPod refused the API key ({status}) when asked to {what}: check {API_KEY_VARIABLE} "

@@ -12,7 +12,6 @@ The key is `$RUNPOD_API_KEY` (or `RunPod(api_key=...)` for a pool's own source);
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ import attrs
 
 from skyward.market.offer import Offer, canonical_accelerator
 from skyward.market.source import MARKETPLACE_TTL, default_fits
+from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus, locate_secret
 from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
 from skyward_runpod.gpus import GpuType
@@ -85,14 +85,8 @@ class RunPodOffers:
         if not key:
             raise RuntimeError(f"no RunPod API key: set {API_KEY_VARIABLE}")
 
-        async def listing() -> list[GpuType]:
-            api = RunPodAPI(key, REST_URL, self.key)
-            try:
-                return await gpu_types(api)
-            finally:
-                await api.close()
-
-        return [offer for gpu in asyncio.run(listing()) for offer in offers_of(gpu, self.name)]
+        gpus = run_closing(lambda: RunPodAPI(key, REST_URL, self.key), gpu_types)
+        return [offer for gpu in gpus for offer in offers_of(gpu, self.name)]
 
     def fits(self, offer: Offer, spec: Spec) -> bool:
         """The catalog's match, in the pool's clouds; `Spec.region` names a data center, which the

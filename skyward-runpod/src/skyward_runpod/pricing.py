@@ -7,12 +7,9 @@ own. It never raises: a price it cannot know is None, and the pool then tries th
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from typing import TYPE_CHECKING
 
-import structlog
-
+from skyward.providers.calls import known_or_none
 from skyward_runpod.api import LOGGER, RunPodAPI
 from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers, whole_gpus
 
@@ -28,26 +25,17 @@ async def gpu_types(api: RunPodAPI) -> list[GpuType]:
     return [GpuType.from_api(raw) for raw in await api.gpu_types() if raw.get("id")]
 
 
-async def _estimate(config: RunPod, spec: Spec) -> float | None:
-    api = RunPodAPI(config.api_key, config.rest_url, config.gql_url)
-    try:
-        count = whole_gpus(spec.accelerator.count)  # type: ignore[union-attr]
-        types = match_gpu_types(spec.accelerator, await gpu_types(api), count)
-        offers = plan_offers(types, count, config.clouds, spec.allocation, spec.max_hourly_cost)
-        return offers[0].price
-    finally:
-        await api.close()
-
-
 def estimate_hourly_price(config: RunPod, spec: Spec) -> float | None:
     """Per node per hour for the first offer the pool would try; None for CPU pods or on any error."""
     if spec.accelerator is None:
         return None
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="runpod-price")
-    try:
-        return pool.submit(asyncio.run, _estimate(config, spec)).result(timeout=PRICE_TIMEOUT)
-    except Exception as exc:  # noqa: BLE001 - unknown price; the launch reports the real error
-        structlog.get_logger(LOGGER).info("skyward.runpod_price_unknown", error=str(exc))
-        return None
-    finally:
-        pool.shutdown(wait=False)  # a listing that timed out must not hold the pool's start
+
+    async def first(api: RunPodAPI) -> float | None:
+        count = whole_gpus(spec.accelerator.count)  # type: ignore[union-attr]
+        types = match_gpu_types(spec.accelerator, await gpu_types(api), count)
+        return plan_offers(types, count, config.clouds, spec.allocation, spec.max_hourly_cost)[0].price
+
+    return known_or_none(
+        lambda: RunPodAPI(config.api_key, config.rest_url, config.gql_url), first,
+        timeout=PRICE_TIMEOUT, thread="runpod-price", logger=LOGGER, event="skyward.runpod_price_unknown",
+    )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.errors import CapacityError, ProvisionError
+from skyward.errors import ProvisionError
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import CloudProvider
 from skyward.providers.ssh import head_port
@@ -100,26 +100,19 @@ class RunPodProvider(CloudProvider):
     async def _create(self, cluster: Cluster, node: int) -> Instance:
         """Try each offer in turn; only "no capacity" moves on to the next one."""
         assert self.access is not None, "prepare() makes the pool's keys before launch()"
-        offers: tuple[Offer, ...] = cluster.state["offers"]
-        refused: list[str] = []
-        for offer in offers:
+        access = self.access
+
+        async def create(offer: Offer) -> Instance:
             request = pod_request(
-                config=self.config, spec=cluster.spec, offer=offer, access=self.access,
+                config=self.config, spec=cluster.spec, offer=offer, access=access,
                 pool_id=cluster.id, node=node,
                 guardian=self.boot_guardian(cluster, node, end_command(self.config.rest_url, None)),
             )
-            try:
-                pod = await self.api.create_pod(request)
-            except CapacityError as exc:
-                refused.append(str(offer))
-                self._log.info("skyward.runpod_no_capacity", node=node, offer=str(offer), error=str(exc))
-                continue
-            if refused:
-                self._log.info("skyward.runpod_fallback", node=node, offer=str(offer), refused=refused)
-            return self._instance(pod, node, offer)
-        raise CapacityError(
-            f"RunPod has no capacity for node {node} right now (tried: {'; '.join(refused)}); "
-            "it is retried until Options(provision_timeout=...) runs out"
+            return self._instance(await self.api.create_pod(request), node, offer)
+
+        return await self.first_created(
+            node, cluster.state["offers"], create, cloud="RunPod",
+            refused=lambda tried: f"tried: {'; '.join(tried)}",
         )
 
     def _instance(self, pod: dict[str, Any], node: int, offer: Offer) -> Instance:

@@ -12,37 +12,31 @@ lease: its pods never count as expired.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 import attrs
 
+from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus, locate_secret
-from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, parse_time
+from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, named_pool, parse_time
 from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
 from skyward_runpod.pods import NAME_PREFIX, POOL_VARIABLE
 
 URL_VARIABLE = "RUNPOD_API_URL"
 GRAPHQL_URL_VARIABLE = "RUNPOD_GRAPHQL_URL"
-_NAME = re.compile(rf"^{re.escape(NAME_PREFIX)}(?P<pool>.+)-(?P<node>\d+)$")
 T = TypeVar("T")
 
 
 def pool_of(pod: dict[str, Any]) -> tuple[str, int] | None:
     """(pool, node) of a pod Skyward made, else None: its name, checked against its environment."""
-    match = _NAME.match(str(pod.get("name") or ""))
-    if match is None:
-        return None
+    found = named_pool(NAME_PREFIX, pod.get("name"))
     env = pod.get("env")
-    if isinstance(env, dict) and POOL_VARIABLE in env:
-        pool = str(env[POOL_VARIABLE])
-        if str(pod.get("name")) != f"{NAME_PREFIX}{pool}-{match['node']}":
-            return None
-        return pool, int(match["node"])
-    return match["pool"], int(match["node"])
+    if found is None or not isinstance(env, dict) or POOL_VARIABLE not in env:
+        return found
+    pool = str(env[POOL_VARIABLE])
+    return (pool, found[1]) if str(pod["name"]).rsplit("-", 1)[0] == f"{NAME_PREFIX}{pool}" else None
 
 
 @attrs.define
@@ -55,15 +49,10 @@ class RunPodSweeper:
     def _run(self, work: Callable[[Any], Awaitable[T]]) -> T:
         from skyward_runpod.api import RunPodAPI
 
-        async def run() -> T:
-            api = RunPodAPI(os.environ[API_KEY_VARIABLE].strip(), os.environ.get(URL_VARIABLE) or REST_URL,
-                            os.environ.get(GRAPHQL_URL_VARIABLE) or GRAPHQL_URL)
-            try:
-                return await work(api)
-            finally:
-                await api.close()
-
-        return asyncio.run(run())
+        return run_closing(lambda: RunPodAPI(
+            os.environ[API_KEY_VARIABLE].strip(), os.environ.get(URL_VARIABLE) or REST_URL,
+            os.environ.get(GRAPHQL_URL_VARIABLE) or GRAPHQL_URL,
+        ), work)
 
     def machines(self, region: str | None = None) -> list[Machine]:
         async def work(api: Any) -> list[dict[str, Any]]:

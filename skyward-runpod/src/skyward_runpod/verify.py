@@ -7,11 +7,10 @@ points it at another endpoint, as it does `sky ls`.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
 
-from skyward.providers.credentials import CredentialStatus
+from skyward.providers.calls import run_closing
+from skyward.providers.credentials import CredentialStatus, verified
 from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
 
 URL_VARIABLE = "RUNPOD_API_URL"
@@ -21,27 +20,17 @@ CHECK_TIMEOUT = 30.0
 
 def verify(status: CredentialStatus) -> CredentialStatus:
     """`status` (a key found) with `verified` and `detail` from RunPod's answer."""
-    import attrs
-
     from skyward_runpod.api import RunPodAPI
 
     key = os.environ.get(API_KEY_VARIABLE, "").strip()
-    if not status.found or not key:
+    if not key:
         return status
+    url = os.environ.get(URL_VARIABLE) or REST_URL
 
-    async def pods() -> int:
-        api = RunPodAPI(key, os.environ.get(URL_VARIABLE) or REST_URL, GRAPHQL_URL)
-        try:
-            return len(await api.list_pods())
-        finally:
-            await api.close()
+    async def pods(api: RunPodAPI) -> int:
+        return len(await api.list_pods())
 
-    # On a thread of its own, with its own loop: the caller may be inside one.
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="runpod-check")
-    try:
-        count = pool.submit(asyncio.run, pods()).result(timeout=CHECK_TIMEOUT)
-    except Exception as error:  # noqa: BLE001 - any refusal or failure is the answer to report
-        return attrs.evolve(status, verified=False, detail=str(error) or type(error).__name__)
-    finally:
-        pool.shutdown(wait=False)
-    return attrs.evolve(status, verified=True, detail=f"the key lists the account's pods ({count})")
+    return verified(
+        status, lambda: run_closing(lambda: RunPodAPI(key, url, GRAPHQL_URL), pods),
+        "the key lists the account's pods", thread="runpod-check", timeout=CHECK_TIMEOUT,
+    )

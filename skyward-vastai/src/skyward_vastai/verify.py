@@ -8,12 +8,9 @@ rented, and a refused key answers 401/403, which `api.VastAPI` turns into the er
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 
-import attrs
-
-from skyward.providers.credentials import CredentialStatus
+from skyward.providers.credentials import CredentialStatus, verified
 
 URL_VARIABLE = "VAST_SERVER_URL"
 #: How long the check may wait for Vast.ai.
@@ -25,15 +22,10 @@ def verify(status: CredentialStatus) -> CredentialStatus:
     from skyward_vastai.account import SERVER_URL, resolve_api_key
     from skyward_vastai.api import VastAPI
 
-    if not status.found:
-        return status
-    # On a thread of its own, with its own loop: the caller may be inside one.
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="vast-check")
-    try:
+    def instances() -> int:
         api = VastAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or SERVER_URL)
-        rows = pool.submit(asyncio.run, api.instances()).result(timeout=CHECK_TIMEOUT)
-    except Exception as error:  # noqa: BLE001 - any refusal or failure is the answer to report
-        return attrs.evolve(status, verified=False, detail=str(error) or type(error).__name__)
-    finally:
-        pool.shutdown(wait=False)
-    return attrs.evolve(status, verified=True, detail=f"the key lists the account's instances ({len(rows)})")
+        return len(asyncio.run(api.instances()))
+
+    return verified(
+        status, instances, "the key lists the account's instances", thread="vast-check", timeout=CHECK_TIMEOUT
+    )

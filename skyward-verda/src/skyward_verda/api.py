@@ -20,20 +20,17 @@ token request's body.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
-import aiohttp
 import structlog
 
 from skyward.errors import CapacityError, ProvisionError
 from skyward.observe.logging import register_secret
+from skyward.providers.rest import JsonApi
 from skyward_verda.account import ID_VARIABLE, SECRET_VARIABLE, ClientCredentials
 
 LOGGER = "skyward.verda"
-#: How long one API call may take: a hung call must not hang the pool.
-REQUEST_TIMEOUT = 60.0
 #: A token is renewed this long before Verda says it expires.
 TOKEN_MARGIN = 60.0
 CAPACITY_PHRASES = ("not available", "no capacity", "insufficient resources", "out of stock", "sold out")
@@ -45,30 +42,16 @@ class Gone(ProvisionError):
     """The thing asked about does not exist (any more)."""
 
 
-class VerdaAPI:
+class VerdaAPI(JsonApi):
     """One account's client: its token and HTTP session; `close()` when done."""
 
+    cloud = "Verda"
+
     def __init__(self, credentials: ClientCredentials, url: str) -> None:
+        super().__init__(url, {"Accept": "application/json"})
         self._credentials = credentials
-        self.url = url.rstrip("/")
-        self._session: aiohttp.ClientSession | None = None
         self._token = ""
         self._expires = 0.0
-
-    def __repr__(self) -> str:
-        return f"VerdaAPI(url={self.url!r})"
-
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                headers={"Accept": "application/json"}, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
-            )
-        return self._session
-
-    async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
 
     # -- the token ---------------------------------------------------------------------------------
 
@@ -90,18 +73,7 @@ class VerdaAPI:
     # -- one call ----------------------------------------------------------------------------------
 
     async def _send(self, method: str, path: str, what: str, **kwargs: Any) -> tuple[int, Any]:
-        try:
-            async with self._http().request(method, self.url + path, **kwargs) as response:
-                text = await response.text()
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ProvisionError(
-                f"Verda: could not {what}: {self.url} did not answer ({type(exc).__name__}: {exc})"
-            ) from exc
-        try:
-            body: Any = json.loads(text) if text else None
-        except ValueError:
-            body = text
+        status, body = await self.send(method, self.url + path, what, **kwargs)
         if status < 400:
             return status, body
         code, message = _error(body, status)
@@ -123,6 +95,13 @@ class VerdaAPI:
         headers = {"Authorization": f"Bearer {token}"}
         _, body = await self._send(method, path, what, headers=headers, **kwargs)
         return body
+
+    async def _delete(self, method: str, path: str, what: str, **kwargs: Any) -> None:
+        """A deleting call; what is already gone is not an error."""
+        try:
+            await self._call(method, path, what, **kwargs)
+        except Gone:
+            return
 
     # -- catalog -----------------------------------------------------------------------------------
 
@@ -150,10 +129,7 @@ class VerdaAPI:
         ))
 
     async def delete_ssh_key(self, key_id: str) -> None:
-        try:
-            await self._call("DELETE", f"/sshkeys/{key_id}", f"delete SSH key {key_id}")
-        except Gone:
-            return
+        await self._delete("DELETE", f"/sshkeys/{key_id}", f"delete SSH key {key_id}")
 
     async def add_script(self, name: str, script: str) -> str:
         return _id(await self._call(
@@ -161,10 +137,7 @@ class VerdaAPI:
         ))
 
     async def delete_script(self, script_id: str) -> None:
-        try:
-            await self._call("DELETE", f"/scripts/{script_id}", f"delete startup script {script_id}")
-        except Gone:
-            return
+        await self._delete("DELETE", f"/scripts/{script_id}", f"delete startup script {script_id}")
 
     async def ssh_keys(self) -> list[dict[str, Any]]:
         body = await self._call("GET", "/sshkeys", "list SSH keys")
@@ -199,12 +172,9 @@ class VerdaAPI:
 
     async def delete_instances(self, ids: list[str]) -> None:
         """`PUT /instances` with the delete action; one already gone is not an error."""
-        try:
-            await self._call(
-                "PUT", "/instances", f"delete {', '.join(ids)}", json={"id": list(ids), "action": "delete"}
-            )
-        except Gone:
-            return
+        await self._delete(
+            "PUT", "/instances", f"delete {', '.join(ids)}", json={"id": list(ids), "action": "delete"}
+        )
 
 
 def gone(row: dict[str, Any] | None) -> bool:

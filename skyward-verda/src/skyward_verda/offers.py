@@ -11,13 +11,13 @@ config's source); `$VERDA_API_URL` points the source at another endpoint, as it 
 
 from __future__ import annotations
 
-import asyncio
 import os
 
 import attrs
 
 from skyward.market.offer import Offer
 from skyward.market.source import MARKETPLACE_TTL
+from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus
 from skyward_verda.account import API_URL, locate_credentials, resolve_credentials
 from skyward_verda.catalog import InstanceType
@@ -59,12 +59,5 @@ class VerdaOffers:
 
         credentials = resolve_credentials(self.client_id, self.client_secret)
 
-        async def listing() -> list[InstanceType]:
-            api = VerdaAPI(credentials, self.key)
-            try:
-                rows = await api.instance_types()
-                return [InstanceType.from_api(r) for r in rows if r.get("instance_type")]
-            finally:
-                await api.close()
-
-        return [offer_of(kind, self.name) for kind in asyncio.run(listing())]
+        rows = run_closing(lambda: VerdaAPI(credentials, self.key), VerdaAPI.instance_types)
+        return [offer_of(InstanceType.from_api(r), self.name) for r in rows if r.get("instance_type")]

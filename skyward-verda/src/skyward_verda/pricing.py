@@ -8,12 +8,9 @@ short-lived thread with a loop of its own; it never raises: a price it cannot kn
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from typing import TYPE_CHECKING
 
-import structlog
-
+from skyward.providers.calls import known_or_none
 from skyward_verda.account import resolve_credentials
 from skyward_verda.api import LOGGER, VerdaAPI
 from skyward_verda.catalog import InstanceType, Offer, matching, plan
@@ -42,26 +39,17 @@ async def offers(
     return plan(spec, types, available, locations)
 
 
-async def _estimate(config: Verda, spec: Spec) -> float | None:
-    api = VerdaAPI(resolve_credentials(config.client_id, config.client_secret), config.url)
-    try:
-        found = await offers(api, spec, await instance_types(api, spec), locations_for(config, spec))
-        return found[0].price if found else None
-    finally:
-        await api.close()
-
-
 def locations_for(config: Verda, spec: Spec) -> tuple[str, ...]:
     """Where VMs may go: `Verda(locations=...)`, else `Spec.region`, else anywhere."""
     return config.locations or ((spec.region.upper(),) if spec.region else ())
 
 
 def estimate_hourly_price(config: Verda, spec: Spec) -> float | None:
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="verda-price")
-    try:
-        return pool.submit(asyncio.run, _estimate(config, spec)).result(timeout=PRICE_TIMEOUT)
-    except Exception as exc:  # noqa: BLE001 - unknown price; the launch reports the real error
-        structlog.get_logger(LOGGER).info("skyward.verda_price_unknown", error=str(exc))
-        return None
-    finally:
-        pool.shutdown(wait=False)
+    async def first(api: VerdaAPI) -> float | None:
+        found = await offers(api, spec, await instance_types(api, spec), locations_for(config, spec))
+        return found[0].price if found else None
+
+    return known_or_none(
+        lambda: VerdaAPI(resolve_credentials(config.client_id, config.client_secret), config.url), first,
+        timeout=PRICE_TIMEOUT, thread="verda-price", logger=LOGGER, event="skyward.verda_price_unknown",
+    )

@@ -94,25 +94,18 @@ class VerdaProvider(CloudProvider):
         """Try each offer Verda can start now; only "no capacity" moves on to the next one."""
         types: tuple[InstanceType, ...] = cluster.state["types"]
         found = await offers(self.api, cluster.spec, list(types), locations_for(self.config, cluster.spec))
-        refused: list[str] = []
-        for offer in found:
-            try:
-                instance_id = await self.api.create_instance(await self._request(cluster, node, offer))
-            except CapacityError as exc:
-                refused.append(str(offer))
-                self._log.info("skyward.verda_no_capacity", node=node, offer=str(offer), error=str(exc))
-                continue
-            if refused:
-                self._log.info("skyward.verda_fallback", node=node, offer=str(offer), refused=refused)
+
+        async def create(offer: Offer) -> Instance:
+            instance_id = await self.api.create_instance(await self._request(cluster, node, offer))
             return Instance(
                 id=instance_id, node=node, ssh_user=self.config.ssh_user, ssh_port=self.config.ssh_port,
                 hourly_rate=offer.price, on_demand_rate=offer.on_demand_price, spot=offer.spot,
                 instance_type=offer.type.name, vcpus=offer.type.vcpus, memory_gb=offer.type.memory_gb,
             )
-        tried = "; ".join(refused) or f"no location has {', '.join(t.name for t in types)} free"
-        raise CapacityError(
-            f"Verda has no capacity for node {node} right now ({tried}); "
-            "it is retried until Options(provision_timeout=...) runs out"
+
+        nowhere = f"no location has {', '.join(t.name for t in types)} free"
+        return await self.first_created(
+            node, found, create, cloud="Verda", refused=lambda tried: "; ".join(tried) or nowhere
         )
 
     async def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, Any]:
@@ -180,25 +173,15 @@ class VerdaProvider(CloudProvider):
                     ) from exc
                 self._log.info("skyward.verda_delete_retry", instances=ids, error=str(exc))
                 await asyncio.sleep(self.poll_interval * (attempt + 1))
-        await self._confirm_gone(instances)
+        await self.confirm_gone(
+            instances, self._gone, cloud="Verda", timeout=CONFIRM_TIMEOUT, interval=self.poll_interval
+        )
         for instance in instances:
             self._foreign_key_since.pop(instance.id, None)
             self._log.info("skyward.verda_instance_deleted", instance=instance.id, node=instance.node)
 
-    async def _confirm_gone(self, instances: list[Instance]) -> None:
-        deadline = time.monotonic() + CONFIRM_TIMEOUT
-        waiting = list(instances)
-        while waiting:
-            rows = await asyncio.gather(*(self.api.instance(i.id) for i in waiting))
-            waiting = [i for i, row in zip(waiting, rows, strict=True) if not gone(row)]
-            if not waiting:
-                return
-            if time.monotonic() >= deadline:
-                raise ProvisionError(
-                    f"Verda still lists {', '.join(i.id for i in waiting)} {CONFIRM_TIMEOUT:.0f} s after "
-                    "their deletion; check the Verda console"
-                )
-            await asyncio.sleep(self.poll_interval)
+    async def _gone(self, instance: Instance) -> bool:
+        return gone(await self.api.instance(instance.id))
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """VMs named for this pool that Verda still lists (a deployment whose answer was lost)."""

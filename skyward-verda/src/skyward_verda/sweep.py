@@ -11,28 +11,25 @@ lease: its VMs never count as expired.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus
-from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, parse_time
+from skyward.providers.calls import run_closing
+from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, named_pool, parse_time
 from skyward_verda.account import API_URL, locate_credentials
 from skyward_verda.machine import NAME_PREFIX
 
 URL_VARIABLE = "VERDA_API_URL"
-_NAME = re.compile(rf"^{re.escape(NAME_PREFIX)}(?P<pool>.+)-(?P<node>\d+)$")
 T = TypeVar("T")
 
 
 def pool_of(row: dict[str, Any] | None) -> tuple[str, int] | None:
     """(pool, node) of a VM Skyward deployed, read from its hostname; None for any other."""
-    match = _NAME.match(str((row or {}).get("hostname") or ""))
-    return None if match is None else (match["pool"], int(match["node"]))
+    return named_pool(NAME_PREFIX, (row or {}).get("hostname"))
 
 
 @attrs.define
@@ -46,14 +43,8 @@ class VerdaSweeper:
         from skyward_verda.account import resolve_credentials
         from skyward_verda.api import VerdaAPI
 
-        async def run() -> T:
-            api = VerdaAPI(resolve_credentials(None, None), os.environ.get(URL_VARIABLE) or API_URL)
-            try:
-                return await work(api)
-            finally:
-                await api.close()
-
-        return asyncio.run(run())
+        url = os.environ.get(URL_VARIABLE) or API_URL
+        return run_closing(lambda: VerdaAPI(resolve_credentials(None, None), url), work)
 
     def machines(self, region: str | None = None) -> list[Machine]:
         async def work(api: Any) -> list[dict[str, Any]]:
@@ -123,23 +114,11 @@ class VerdaSweeper:
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: `status` (credentials found) with `verified` and `detail` from one
-    cheap authenticated call, the account's VMs listed (nothing is created). On a thread of its
-    own, with its own loop: the caller may be inside one."""
-    import concurrent.futures
-
-    if not status.found:
-        return status
+    """`sky providers --check`: one cheap authenticated call, the account's VMs listed (nothing is
+    created)."""
 
     async def listed(api: Any) -> int:
         return len(await api.instances())
 
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="verda-check")
-    try:
-        count = pool.submit(VerdaSweeper()._run, listed).result(timeout=30.0)
-    except Exception as error:  # noqa: BLE001 - any refusal or failure is the answer to report
-        return attrs.evolve(status, verified=False, detail=str(error) or type(error).__name__)
-    finally:
-        pool.shutdown(wait=False)
-    detail = f"the credentials list the account's VMs ({count})"
-    return attrs.evolve(status, verified=True, detail=detail)
+    listing = "the credentials list the account's VMs"
+    return verified(status, lambda: VerdaSweeper()._run(listed), listing, thread="verda-check")

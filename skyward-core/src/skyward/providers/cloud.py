@@ -13,6 +13,10 @@ A cloud provider (skyward-aws, skyward-runpod, skyward-vastai, or a third party'
   `machines(cluster)` (what `sky ls` lists): the machines this provider launched and has not
   deleted, with whatever the cloud still lists under the pool's tag.
 
+The API half's common moves are here too: `launch_together` (every node at once, none left
+half-launched), `retry_capacity`, `first_created` (offers tried in order, "no capacity" falling
+over to the next) and `confirm_gone` (a deletion waited out until the cloud stops listing it).
+
 Everything after a machine has an address is `RemoteNodes`' (the same SSH transport, bootstrap
 and worker as `sky.SSH`). Trust is set up before the machine exists: `MachineAccess` makes a
 login key for the pool (`~/.skyward/keys/<pool>_ed25519`) and a *host* key for the machines, and
@@ -29,7 +33,7 @@ import base64
 import json
 import shlex
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncssh
@@ -50,6 +54,8 @@ if TYPE_CHECKING:
     from skyward.transport.ssh import SSHChannel
 
 T = TypeVar("T")
+#: An offer a cloud tries (its own record: a product, a type in a location...).
+OfferT = TypeVar("OfferT")
 
 #: `Options.provision_timeout` / `provision_retry_delay` when left at None: a cloud machine can
 #: take minutes to boot, and capacity often frees up within a few.
@@ -298,6 +304,61 @@ class CloudProvider(Provider):
                 await asyncio.shield(self._destroy_quietly(cluster, launched))
             raise failures[0]
         return launched
+
+    async def first_created(
+        self,
+        node: int,
+        offers: Iterable[OfferT],
+        create: Callable[[OfferT], Awaitable[Instance]],
+        *,
+        cloud: str,
+        refused: Callable[[list[str]], str] = "; ".join,
+    ) -> Instance:
+        """`create(offer)` for each offer in order until one is created; only "no capacity" moves on
+        to the next (logged `skyward.<name>_no_capacity`, then `_fallback` once one is taken). When
+        none has room, a `CapacityError` naming `cloud` and, through `refused`, the offers refused:
+        `retry_capacity` tries again until the provision timeout."""
+        tried: list[str] = []
+        for offer in offers:
+            try:
+                instance = await create(offer)
+            except CapacityError as exc:
+                tried.append(str(offer))
+                self._log.info(f"skyward.{self.name}_no_capacity", node=node, offer=tried[-1], error=str(exc))
+                continue
+            if tried:
+                self._log.info(f"skyward.{self.name}_fallback", node=node, offer=str(offer), refused=tried)
+            return instance
+        raise CapacityError(
+            f"{cloud} has no capacity for node {node} right now ({refused(tried)}); "
+            "it is retried until Options(provision_timeout=...) runs out"
+        )
+
+    async def confirm_gone(
+        self,
+        instances: Sequence[Instance],
+        is_gone: Callable[[Instance], Awaitable[bool]],
+        *,
+        cloud: str,
+        timeout: float,
+        interval: float,
+    ) -> None:
+        """Poll `is_gone` until it holds for every instance: a cloud that accepts a delete may list
+        (and bill) the machine a while longer. Past `timeout`, a `ProvisionError` names those
+        `cloud` still lists, so that someone checks its console."""
+        deadline = time.monotonic() + timeout
+        waiting = list(instances)
+        while waiting:
+            done = await asyncio.gather(*(is_gone(i) for i in waiting))
+            waiting = [i for i, gone in zip(waiting, done, strict=True) if not gone]
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                raise ProvisionError(
+                    f"{cloud} still lists {', '.join(i.id for i in waiting)} {timeout:.0f} s after "
+                    f"their deletion; check the {cloud} console"
+                )
+            await asyncio.sleep(interval)
 
     async def wait_for_addresses(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
         """Poll `refresh` until every instance is reachable, within `Options.provision_timeout`."""

@@ -7,19 +7,20 @@ the files, so a pool fails before it creates anything. A key found is registered
 from then on no Skyward log line shows it (configs keep it out of their `repr` themselves).
 
 Clouds with their own credential chain (AWS: boto3's profiles, SSO, instance roles) leave it to
-that chain instead.
+that chain instead. `sky providers --check` proves a key with one cheap call (`verified`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.observe.logging import register_secret
+from skyward.providers.calls import on_own_thread
 
 
 @attrs.frozen
@@ -83,3 +84,20 @@ def resolve_secret(
         raise ConfigurationError(f"{provider} needs an API key: {where}" + (f"; {hint}" if hint else ""))
     register_secret(key)
     return key
+
+
+def verified(
+    status: CredentialStatus, count: Callable[[], int], listing: str, *, thread: str, timeout: float = 30.0
+) -> CredentialStatus:
+    """`sky providers --check`: `status` (a credential found) with `verified` and `detail` from one
+    cheap authenticated call, `count()`, which lists something of the account and creates nothing.
+    It runs on a thread of its own (`on_own_thread`): the caller may be inside an event loop. Any
+    refusal or failure is the answer (`verified=False`, its message the detail); a success says
+    `listing` and the count ("the key lists the account's pods (3)")."""
+    if not status.found:
+        return status
+    try:
+        found = on_own_thread(count, timeout=timeout, thread=thread)
+    except Exception as error:  # noqa: BLE001 - any refusal or failure is the answer to report
+        return attrs.evolve(status, verified=False, detail=str(error) or type(error).__name__)
+    return attrs.evolve(status, verified=True, detail=f"{listing} ({found})")

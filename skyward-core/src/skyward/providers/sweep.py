@@ -12,6 +12,7 @@ These records are what both sides exchange; they import nothing of a provider.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -127,6 +128,13 @@ class Sweeper(Protocol):
 
 def _iso(when: datetime.datetime | None) -> str | None:
     return None if when is None else when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def named_pool(prefix: str, name: object) -> tuple[str, int] | None:
+    """(pool, node) of a machine named `<prefix><pool>-<node>`, Skyward's mark on a cloud without
+    tags (RunPod's pods, Verda's VMs, Novita's instances); None for any other name (or none)."""
+    match = re.match(rf"^{re.escape(prefix)}(?P<pool>.+)-(?P<node>\d+)$", str(name or ""))
+    return None if match is None else (match["pool"], int(match["node"]))
 
 
 def parse_time(text: object) -> datetime.datetime | None:
