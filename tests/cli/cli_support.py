@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +60,12 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text))
     return path
+
+
+@contextmanager
+def beside_theirs(machines: dict[str, Any], theirs: dict[str, Any], what: str) -> Iterator[None]:
+    """Someone else's machine (`theirs`, kept by its "id") in a fake cloud's account, as `sky ls` and
+    `sky down` find it there; at the end it must be there still, untouched."""
+    machines[theirs["id"]] = theirs
+    yield
+    assert machines.pop(theirs["id"], None) == theirs, f"someone else's {what} was touched"

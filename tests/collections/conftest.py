@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,33 +17,21 @@ import skyward as sky
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ssh"))  # ssh_hosts: the OpenSSH test hosts
 
 from collection_pools import EXECUTORS, local_pool  # noqa: E402
+from pool_fixtures import pool_factory, started  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=EXECUTORS)
 def pool(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
     """Two Local nodes, once per executor, shared by a module's tests."""
-    compute = local_pool(2, request.param)
-    compute.start()
-    try:
+    with started(local_pool(2, request.param)) as compute:
         yield compute
-    finally:
-        compute.stop()
 
 
 @pytest.fixture
 def fresh_pool() -> Iterator[Callable[..., sky.Pool]]:
-    """A factory of started Local pools, all stopped when the test ends."""
-    started: list[sky.Pool] = []
-
-    def make(nodes: int = 2, executor: str = "thread", **kwargs: Any) -> sky.Pool:
-        compute = local_pool(nodes, executor, **kwargs)
-        compute.start()
-        started.append(compute)
-        return compute
-
-    yield make
-    for compute in reversed(started):
-        compute.stop()
+    """A factory of started Local pools (`local_pool`'s arguments), all stopped when the test ends."""
+    with pool_factory(local_pool) as make:
+        yield make
 
 
 @pytest.fixture

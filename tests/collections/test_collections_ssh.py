@@ -26,7 +26,7 @@ from collections_support import (
     read_counter,
     set_methods,
 )
-from ssh_hosts import SSHHosts, ssh_pool, start_hosts
+from ssh_hosts import SSHHosts, hosts_running, ssh_pool
 
 import skyward as sky
 
@@ -35,11 +35,8 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
-    hosts = start_hosts(tmp_path_factory.mktemp("sshd"), 2)
-    try:
+    with hosts_running(tmp_path_factory.mktemp("sshd"), 2) as hosts:
         yield hosts
-    finally:
-        hosts.stop()
 
 
 @pytest.fixture(scope="module")

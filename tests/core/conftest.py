@@ -7,10 +7,10 @@ only), so every test module is shipped by value (tests/conftest.py), the way a `
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 from core_support import local_pool
+from pool_fixtures import pool_factory, started
 
 import skyward as sky
 
@@ -18,27 +18,12 @@ import skyward as sky
 @pytest.fixture(scope="module")
 def pool() -> Iterator[sky.Pool]:
     """Two nodes shared by a module's tests; tests that damage a pool make their own."""
-    compute = local_pool(2)
-    compute.start()
-    try:
+    with started(local_pool(2)) as compute:
         yield compute
-    finally:
-        compute.stop()
 
 
 @pytest.fixture
 def fresh_pool() -> Iterator[Callable[..., sky.Pool]]:
-    """A factory of started pools that are all stopped when the test ends."""
-    started: list[sky.Pool] = []
-
-    def make(nodes: int = 1, **kwargs: Any) -> sky.Pool:
-        compute = local_pool(nodes, **kwargs)
-        compute.start()
-        started.append(compute)
-        return compute
-
-    yield make
-    for compute in reversed(started):
-        compute.stop()
-
-
+    """A factory of started pools (one node unless asked) that are all stopped when the test ends."""
+    with pool_factory(lambda nodes=1, **kwargs: local_pool(nodes, **kwargs)) as make:
+        yield make

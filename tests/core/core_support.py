@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -79,6 +80,16 @@ def node_index() -> int:
 def assert_pool_works(compute: sky.Pool) -> None:
     """Every node of `compute` still takes and finishes a task."""
     assert node_index() @ compute == list(range(compute.current_nodes()))
+
+
+@sky.function
+def write_pid_then_sleep(path: str, seconds: float) -> int:
+    """Write this worker's pid to `path` (atomically: a reader never sees half of it), then stay in
+    flight for `seconds`; answers the pid."""
+    Path(path + ".tmp").write_text(str(os.getpid()))
+    os.replace(path + ".tmp", path)
+    time.sleep(seconds)
+    return os.getpid()
 
 
 @sky.function

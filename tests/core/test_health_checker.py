@@ -11,7 +11,7 @@ from pathlib import Path
 
 import cloudpickle
 import pytest
-from core_support import node_index, pid_alive, wait_until
+from core_support import node_index, pid_alive, wait_until, write_pid_then_sleep
 
 import skyward as sky
 from skyward.errors import ConfigurationError
@@ -31,14 +31,6 @@ def healthy_unless_named(path: str) -> Callable[[], bool]:
             return True
 
     return check
-
-
-@sky.function
-def write_pid_then_sleep(path: str, seconds: float) -> int:
-    Path(path + ".tmp").write_text(str(os.getpid()))
-    os.replace(path + ".tmp", path)
-    time.sleep(seconds)
-    return os.getpid()
 
 
 def test_a_node_failing_its_health_check_is_replaced_and_its_task_retried(fresh_pool, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from core_support import assert_pool_works, busy_loop, wait_until
+from core_support import assert_pool_works, busy_loop, wait_until, write_pid_then_sleep
 
 import skyward as sky
 from skyward.transport import lane as lanes
@@ -36,14 +36,6 @@ def shout(text: str) -> str:
 @sky.function
 def fails() -> None:
     raise ValueError("no such thing")
-
-
-@sky.function
-def write_pid_then_sleep(path: str, seconds: float) -> int:
-    Path(path + ".tmp").write_text(str(os.getpid()))
-    os.replace(path + ".tmp", path)
-    time.sleep(seconds)
-    return os.getpid()
 
 
 def completions_by_thread(compute: sky.Pool) -> list[str]:
@@ -138,7 +130,9 @@ def test_a_time_limit_passing_during_a_lane_call_raises_and_the_node_is_reused(f
     assert wait_until(lambda: echo(2) >> compute == 2 and threads[-1] == threading.current_thread().name)
 
 
-def test_a_worker_killed_during_a_lane_call_is_replaced_and_the_call_returns(fresh_pool, tmp_path: Path) -> None:
+def test_a_worker_killed_during_a_lane_call_is_replaced_and_the_call_returns(
+    fresh_pool, tmp_path: Path
+) -> None:
     compute = fresh_pool(1)
     marker, killed = tmp_path / "pid", []
     killer = kill_when_started(marker, killed)
@@ -149,7 +143,9 @@ def test_a_worker_killed_during_a_lane_call_is_replaced_and_the_call_returns(fre
     assert echo(3) >> compute == 3
 
 
-def test_without_retries_a_lane_call_on_a_killed_worker_fails_with_node_lost(fresh_pool, tmp_path: Path) -> None:
+def test_without_retries_a_lane_call_on_a_killed_worker_fails_with_node_lost(
+    fresh_pool, tmp_path: Path
+) -> None:
     compute = fresh_pool(1, options=sky.Options(retry_on_interruption=0))
     marker, killed = tmp_path / "pid", []
     killer = kill_when_started(marker, killed)

@@ -15,9 +15,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
 sys.path.insert(0, str(Path(__file__).parent))
 
+from cloud_fakes import serving  # noqa: E402
 from fake_novita import FakeNovita  # noqa: E402
 from novita_support import API_KEY  # noqa: E402
-from ssh_hosts import workers_of  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -30,10 +30,5 @@ def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def novita_api(tmp_path: Path) -> Iterator[FakeNovita]:
     """The fake API; every instance it still has when the test ends is a leak, and fails the test."""
-    fake = FakeNovita(tmp_path / "instances", API_KEY).start()
-    try:
+    with serving(FakeNovita(tmp_path / "instances", API_KEY)) as fake:
         yield fake
-        assert not fake.instances, f"instances left running: {sorted(fake.instances)}"
-        assert not any(workers_of(server.home) for server in fake.booted), "workers left running"
-    finally:
-        fake.stop()

@@ -20,16 +20,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
-import os
-import subprocess
-import threading
 import uuid
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 from aiohttp import web
-from ssh_hosts import SSHServer, free_port, start_machine
+from cloud_fakes import FakeCloud, Invalid, expect, expect_fields
+from ssh_hosts import free_port
 
 PREFIX = "/gpu-instance/openapi/v1"
 #: Novita's products as `GET /products` lists them (prices per GPU per hour, in 1/100000 USD).
@@ -50,80 +47,40 @@ CREATE_FIELDS = {
     "billingMode",
 }
 NO_CAPACITY = "The GPU resources are insufficient, please try again later"
-GUARDIAN_MARK = "if command -v python3"
 _addresses = itertools.count(2)
 
 
-class Invalid(Exception):
-    """A request Novita would refuse with 400."""
-
-
 @attrs.define
-class FakeNovita:
-    folder: Path
+class FakeNovita(FakeCloud):
     api_key: str
-    port: int = 0
     instances: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    machines: dict[str, SSHServer] = attrs.field(factory=dict)
     creates: list[dict[str, Any]] = attrs.field(factory=list)
     deleted: list[str] = attrs.field(factory=list)
-    booted: list[SSHServer] = attrs.field(factory=list)
-    boot_guardians: dict[str, str] = attrs.field(factory=dict)
     #: The start script each instance ran, decoded from its envs, by instance id.
     scripts: dict[str, str] = attrs.field(factory=dict)
     no_capacity: set[str] = attrs.field(factory=set)
-    sshd_down: bool = False
     delete_errors: int = 0
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
-    _runner: web.AppRunner | None = None
+
+    NAME: ClassVar[str] = "Novita"
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}{PREFIX}"
 
-    def start(self) -> FakeNovita:
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._auth])
+        app.add_routes([
+            web.get(f"{PREFIX}/products", self._products),
+            web.post(f"{PREFIX}/gpu/instance/create", self._create),
+            web.get(f"{PREFIX}/gpu/instance", self._get),
+            web.get(f"{PREFIX}/gpu/instances", self._list),
+            web.post(f"{PREFIX}/gpu/instance/delete", self._delete),
+        ])
+        return app
 
-        async def serve() -> None:
-            app = web.Application(middlewares=[self._auth])
-            app.add_routes([
-                web.get(f"{PREFIX}/products", self._products),
-                web.post(f"{PREFIX}/gpu/instance/create", self._create),
-                web.get(f"{PREFIX}/gpu/instance", self._get),
-                web.get(f"{PREFIX}/gpu/instances", self._list),
-                web.post(f"{PREFIX}/gpu/instance/delete", self._delete),
-            ])
-            self._runner = web.AppRunner(app, access_log=None)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            await site.start()
-            self.port = self._runner.addresses[0][1]
-            ready.set()
-
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(serve())  # type: ignore[union-attr]
-            self._loop.run_forever()  # type: ignore[union-attr]
-
-        self._thread = threading.Thread(target=run, name="fake-novita", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("the fake Novita API did not start")
-        return self
-
-    def stop(self) -> None:
-        for server in self.machines.values():
-            server.stop()
-        self.machines.clear()
-        if self._loop is not None and self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            assert self._thread is not None
-            self._thread.join(10)
-            self._loop.close()
-        self._loop = None
+    def check_nothing_left(self) -> None:
+        assert not self.instances, f"instances left running: {sorted(self.instances)}"
+        super().check_nothing_left()
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
@@ -137,12 +94,7 @@ class FakeNovita:
         return web.json_response({"data": [p for p in PRODUCTS if method in p["billingMethods"]]})
 
     def _check(self, body: Any) -> dict[str, Any]:
-        def expect(condition: bool, message: str) -> None:
-            if not condition:
-                raise Invalid(message)
-
-        expect(isinstance(body, dict), "the body must be a JSON object")
-        expect(not set(body) - CREATE_FIELDS, f"unknown fields: {sorted(set(body) - CREATE_FIELDS)}")
+        expect_fields(body, CREATE_FIELDS)
         product = next((p for p in PRODUCTS if p["id"] == body.get("productId")), None)
         expect(product is not None, f"unknown product {body.get('productId')!r}")
         expect(isinstance(body.get("gpuNum"), int) and 1 <= body["gpuNum"] <= 8, "gpuNum in [1, 8]")
@@ -195,9 +147,7 @@ class FakeNovita:
         if self.instances.pop(instance_id, None) is None:
             return web.json_response({"code": 404, "reason": "NOT_FOUND", "message": "instance not found"},
                                      status=404)
-        server = self.machines.pop(instance_id, None)
-        if server is not None:
-            await asyncio.to_thread(server.stop)
+        await self.power_off(instance_id)
         self.deleted.append(instance_id)
         return web.json_response({})
 
@@ -223,16 +173,8 @@ class FakeNovita:
         script = base64.b64decode("".join(env[c] for c in chunks)).decode()
         self.scripts[instance_id] = script
         port = free_port(address)
-        server = start_machine(self.folder / instance_id, address, port,
-                               base64.b64decode(host_key_b64).decode(), login_key, start=not self.sshd_down)
-        self.machines[instance_id] = server
-        self.booted.append(server)
-        run_env = {**env, "HOME": str(server.home), "PATH": os.environ["PATH"]}
-        for line in script.splitlines():
-            if line.startswith("(umask 077;") or GUARDIAN_MARK in line:
-                result = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=30,
-                                        check=False, env=run_env)
-                if GUARDIAN_MARK in line:
-                    self.boot_guardians[instance_id] = result.stdout.strip() + result.stderr.strip()
+        host_key = base64.b64decode(host_key_b64).decode()
+        server = self.boot_machine(instance_id, address, port, host_key, login_key)
+        self.run_boot_lines(instance_id, server, script, env)
         row["portMappings"] = [{"port": 22, "endpoint": f"{address}:{port}", "type": "tcp"}]
         return instance_id

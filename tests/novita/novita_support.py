@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import getpass
-import sys
 from typing import Any
 
+from cloud_workloads import login_here, quiet_pool
 from fake_novita import FakeNovita
 
 import skyward as sky
@@ -17,12 +16,8 @@ API_KEY = "sk_novita_TESTKEY0123456789abcdefSECRET"
 def novita(api: FakeNovita, **kwargs: Any) -> sky.Novita:
     """`sky.Novita` pointed at the fake, logging in as this user, venvs from this interpreter."""
     kwargs.setdefault("api_key", API_KEY)
-    kwargs.setdefault("ssh_user", getpass.getuser())
-    kwargs.setdefault("python", sys.executable)
-    return sky.Novita(api_url=api.url, **kwargs)
+    return sky.Novita(api_url=api.url, **login_here(kwargs))
 
 
 def novita_pool(api: FakeNovita, *, provider: Any = None, **kwargs: Any) -> Any:
-    kwargs.setdefault("console", False)
-    kwargs.setdefault("logging", False)
-    return sky.Compute(provider=provider or novita(api), **kwargs)
+    return quiet_pool(provider or novita(api), **kwargs)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cloud_workloads import assert_every_node_answers, square
 from fake_novita import FakeNovita
 from novita_support import API_KEY, novita, novita_pool
 
@@ -19,23 +20,9 @@ import skyward as sky
 from skyward.errors import CapacityError, ProvisionError
 
 
-@sky.function
-def square(x: int) -> int:
-    return x * x
-
-
-@sky.function
-def where() -> tuple[int, int, str]:
-    info = sky.instance_info()
-    return info.node, info.total_nodes, info.provider
-
-
 def test_a_two_node_spot_pool_runs_tasks_and_deletes_its_instances(novita_api: FakeNovita) -> None:
     with novita_pool(novita_api, nodes=2, accelerator="RTX_4090", allocation="spot") as pool:
-        assert square(7) >> pool == 49
-        answers = where() @ pool
-        assert sorted(node for node, _, _ in answers) == [0, 1]
-        assert {(total, provider) for _, total, provider in answers} == {(2, "novita")}
+        assert_every_node_answers(pool, 2, "novita")
         created = set(novita_api.instances)
     assert [(b["billingMode"], b["productId"]) for b in novita_api.creates] == [("spot", "prod-4090-a")] * 2
     assert sorted(novita_api.deleted) == sorted(created)

@@ -17,7 +17,7 @@ from novita_support import API_KEY
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
 
-from cli_support import Sky  # noqa: E402
+from cli_support import Sky, beside_theirs  # noqa: E402
 
 
 def leftover(api: FakeNovita, pool: str, node: int, instance_id: str) -> str:
@@ -33,9 +33,8 @@ def sky(tmp_path: Path, novita_api: FakeNovita) -> Any:
     runner = Sky(tmp_path)
     runner.env.update(NOVITA_API_KEY=API_KEY, NOVITA_API_URL=novita_api.url)
     theirs = {"id": "theirs", "name": "skyward-notes", "status": "running"}
-    novita_api.instances["theirs"] = theirs
-    yield runner
-    assert novita_api.instances.pop("theirs", None) == theirs, "someone else's instance was touched"
+    with beside_theirs(novita_api.instances, theirs, "instance"):
+        yield runner
 
 
 def test_ls_lists_the_instances_skyward_named_and_no_other(sky: Sky, novita_api: FakeNovita) -> None:

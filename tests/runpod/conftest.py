@@ -17,9 +17,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
 sys.path.insert(0, str(Path(__file__).parent))
 
+from cloud_fakes import serving  # noqa: E402
 from fake_runpod import FakeRunPod  # noqa: E402
 from runpod_support import API_KEY  # noqa: E402
-from ssh_hosts import workers_of  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -31,11 +31,6 @@ def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def runpod_api(tmp_path: Path) -> Iterator[FakeRunPod]:
     """The fake API; every pod it still has when the test ends is a leak, and fails the test."""
-    fake = FakeRunPod(tmp_path / "pods", API_KEY).start()
-    try:
+    with serving(FakeRunPod(tmp_path / "pods", API_KEY)) as fake:
         yield fake
-        assert not fake.pods, f"pods left running: {fake.live_pods()}"
-        assert not any(workers_of(server.home) for server in fake.booted), "workers left running"
-    finally:
-        fake.stop()
 

@@ -21,19 +21,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
-import os
 import re
-import subprocess
-import threading
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 from aiohttp import web
-from ssh_hosts import SSHServer, free_port, start_machine
-
-#: How the start command's line that starts the node's guardian at boot begins (`BootGuardian.command`).
-GUARDIAN_LINE = "if command -v python3"
+from cloud_fakes import FakeCloud, Invalid, expect, expect_fields
+from ssh_hosts import free_port
 
 #: RunPod's GPU types as GraphQL `gpuTypes` lists them (prices per GPU per hour).
 GPU_TYPES: list[dict[str, Any]] = [
@@ -74,24 +68,14 @@ _addresses = itertools.count(2)
 _ids = itertools.count(1)
 
 
-class Invalid(Exception):
-    """A request RunPod would refuse with 400."""
-
-
 def _check_create(body: Any) -> None:
-    def expect(condition: bool, message: str) -> None:
-        if not condition:
-            raise Invalid(message)
-
     def strings(value: Any) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
     def whole(value: Any, low: int = 0) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
-    expect(isinstance(body, dict), "the body must be a JSON object")
-    unknown = set(body) - CREATE_FIELDS
-    expect(not unknown, f"unknown fields: {sorted(unknown)}")
+    expect_fields(body, CREATE_FIELDS)
     expect(isinstance(body.get("imageName"), str) and body["imageName"], "imageName is required")
     expect(body.get("cloudType", "SECURE") in ("SECURE", "COMMUNITY"), "cloudType is SECURE or COMMUNITY")
     expect(body.get("computeType", "GPU") in ("GPU", "CPU"), "computeType must be GPU or CPU")
@@ -118,26 +102,16 @@ def _check_create(body: Any) -> None:
 
 
 @attrs.define
-class FakeRunPod:
-    folder: Path
+class FakeRunPod(FakeCloud):
     api_key: str
-    port: int = 0
     pods: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    machines: dict[str, SSHServer] = attrs.field(factory=dict)
     #: Every create body received, accepted or not, in order.
     creates: list[dict[str, Any]] = attrs.field(factory=list)
     deleted: list[str] = attrs.field(factory=list)
-    #: Every pod's sshd ever started, deleted or not (their homes outlive them, for leak checks).
-    booted: list[SSHServer] = attrs.field(factory=list)
     no_capacity: set[str] = attrs.field(factory=set)
     impostor_key: str | None = None
-    #: Pods whose sshd never comes up: their clients never log in (the container still starts).
-    sshd_down: bool = False
-    #: The guardians the pods' start commands started at boot ("started <pid>" lines), by pod.
-    boot_guardians: dict[str, str] = attrs.field(factory=dict)
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
-    _runner: web.AppRunner | None = None
+
+    NAME: ClassVar[str] = "RunPod"
 
     @property
     def rest_url(self) -> str:
@@ -149,48 +123,20 @@ class FakeRunPod:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> FakeRunPod:
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._auth])
+        app.add_routes([
+            web.post("/graphql", self._graphql),
+            web.post("/v1/pods", self._create),
+            web.get("/v1/pods", self._list),
+            web.get("/v1/pods/{pod_id}", self._get),
+            web.delete("/v1/pods/{pod_id}", self._delete),
+        ])
+        return app
 
-        async def serve() -> None:
-            app = web.Application(middlewares=[self._auth])
-            app.add_routes([
-                web.post("/graphql", self._graphql),
-                web.post("/v1/pods", self._create),
-                web.get("/v1/pods", self._list),
-                web.get("/v1/pods/{pod_id}", self._get),
-                web.delete("/v1/pods/{pod_id}", self._delete),
-            ])
-            self._runner = web.AppRunner(app, access_log=None)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            await site.start()
-            self.port = self._runner.addresses[0][1]
-            ready.set()
-
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(serve())  # type: ignore[union-attr]
-            self._loop.run_forever()  # type: ignore[union-attr]
-
-        self._thread = threading.Thread(target=run, name="fake-runpod", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("the fake RunPod API did not start")
-        return self
-
-    def stop(self) -> None:
-        for server in self.machines.values():
-            server.stop()
-        self.machines.clear()
-        if self._loop is not None and self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            assert self._thread is not None
-            self._thread.join(10)
-            self._loop.close()
-        self._loop = None
+    def check_nothing_left(self) -> None:
+        assert not self.pods, f"pods left running: {self.live_pods()}"
+        super().check_nothing_left()
 
     def live_pods(self) -> list[str]:
         return sorted(self.pods)
@@ -251,25 +197,11 @@ class FakeRunPod:
         pod_id = request.match_info["pod_id"]
         if self.pods.pop(pod_id, None) is None:
             return web.json_response({"error": "pod not found", "status": 404}, status=404)
-        server = self.machines.pop(pod_id, None)
-        if server is not None:
-            await asyncio.to_thread(server.stop)
+        await self.power_off(pod_id)
         self.deleted.append(pod_id)
         return web.Response(status=204)
 
     # -- pods ----------------------------------------------------------------------------------------
-
-    def _start_guardian(self, pod_id: str, server: SSHServer, env: dict[str, str], start: list[str]) -> None:
-        """Run the start command's guardian line (`skyward.guardian.boot`) as the container would,
-        with the pod's environment (`RUNPOD_POD_ID`, `$SKYWARD_GUARDIAN`) and its login's home."""
-        line = next((ln for ln in "\n".join(start).splitlines() if ln.startswith(GUARDIAN_LINE)), None)
-        if line is None:
-            return
-        result = subprocess.run(
-            ["bash", "-c", line], capture_output=True, text=True, timeout=30, check=False,
-            env={**env, "HOME": str(server.home), "RUNPOD_POD_ID": pod_id, "PATH": os.environ["PATH"]},
-        )
-        self.boot_guardians[pod_id] = result.stdout.strip() + result.stderr.strip()
 
     def _boot(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create the pod and run its "container": an sshd with the keys from its env."""
@@ -299,17 +231,16 @@ class FakeRunPod:
             return pod
         host_key = self.impostor_key or base64.b64decode(host_key_b64).decode()
         address = f"127.0.1.{next(_addresses)}"
-        server = start_machine(
-            self.folder / pod_id, address, free_port(address), host_key, login_key, start=not self.sshd_down
-        )
+        server = self.boot_machine(pod_id, address, free_port(address), host_key, login_key)
         # The start command keeps the pod's own key in the login's home (`pods.IDENTITY_FILE`); the
         # fake's pods use the account's key, the only one it knows.
         identity = server.home / ".skyward-runpod.env"
         identity.write_text(f"RUNPOD_API_KEY={self.api_key}\n")
         identity.chmod(0o600)
-        self.machines[pod_id] = server
-        self.booted.append(server)
-        self._start_guardian(pod_id, server, env, body.get("dockerStartCmd", []))
+        # The start command's guardian line, as the container runs it: with the pod's env
+        # (`RUNPOD_POD_ID`, `$SKYWARD_GUARDIAN`) and the login's home; the key is kept above.
+        start = "\n".join(body.get("dockerStartCmd", []))
+        self.run_boot_lines(pod_id, server, start, {**env, "RUNPOD_POD_ID": pod_id}, credentials=False)
         if "22/tcp" in pod["ports"]:
             pod["publicIp"], pod["portMappings"] = address, {"22": server.port}
         return pod

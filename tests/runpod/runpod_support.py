@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import getpass
-import sys
 from typing import Any
 
+from cloud_workloads import login_here, quiet_pool
 from fake_runpod import FakeRunPod
 
 import skyward as sky
@@ -17,13 +16,9 @@ API_KEY = "rpa_TESTKEY0123456789abcdefSECRET"
 def runpod(api: FakeRunPod, **kwargs: Any) -> sky.RunPod:
     """`sky.RunPod` pointed at the fake, logging in as this user, venvs from this interpreter."""
     kwargs.setdefault("api_key", API_KEY)
-    kwargs.setdefault("ssh_user", getpass.getuser())
-    kwargs.setdefault("python", sys.executable)
-    return sky.RunPod(api_url=api.rest_url, graphql_url=api.graphql_url, **kwargs)
+    return sky.RunPod(api_url=api.rest_url, graphql_url=api.graphql_url, **login_here(kwargs))
 
 
 def runpod_pool(api: FakeRunPod, *, provider: Any = None, **kwargs: Any) -> Any:
     """A quiet pool (not started) on the fake RunPod."""
-    kwargs.setdefault("console", False)
-    kwargs.setdefault("logging", False)
-    return sky.Compute(provider=provider or runpod(api), **kwargs)
+    return quiet_pool(provider or runpod(api), **kwargs)

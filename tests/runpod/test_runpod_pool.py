@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cloud_workloads import assert_every_node_answers, square
 from fake_runpod import FakeRunPod
 from runpod_support import API_KEY, runpod, runpod_pool
 
@@ -18,24 +19,10 @@ import skyward as sky
 from skyward.errors import CapacityError, ProvisionError
 
 
-@sky.function
-def square(x: int) -> int:
-    return x * x
-
-
-@sky.function
-def where() -> tuple[int, int, str]:
-    info = sky.instance_info()
-    return info.node, info.total_nodes, info.provider
-
-
 def test_a_two_node_pool_runs_tasks_on_its_pods_and_deletes_them_on_exit(runpod_api: FakeRunPod) -> None:
     with runpod_pool(runpod_api, nodes=2, accelerator="A100") as pool:
         assert len(runpod_api.pods) == 2
-        assert square(7) >> pool == 49
-        answers = where() @ pool
-        assert sorted(node for node, _, _ in answers) == [0, 1]
-        assert {(total, provider) for _, total, provider in answers} == {(2, "runpod")}
+        assert_every_node_answers(pool, 2, "runpod")
         created = set(runpod_api.pods)
     assert sorted(runpod_api.deleted) == sorted(created)
     assert runpod_api.pods == {}

@@ -17,7 +17,7 @@ from runpod_support import API_KEY
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
 
-from cli_support import Sky  # noqa: E402
+from cli_support import Sky, beside_theirs  # noqa: E402
 
 
 def leftover(api: FakeRunPod, pool: str, node: int, pod_id: str) -> str:
@@ -36,9 +36,9 @@ def sky(tmp_path: Path, runpod_api: FakeRunPod) -> Any:
     runner = Sky(tmp_path)
     runner.env.update(RUNPOD_API_KEY=API_KEY, RUNPOD_API_URL=runpod_api.rest_url)
     theirs = {"id": "podTHEIRS", "name": "skyward-notes", "desiredStatus": "RUNNING", "env": {}}
-    runpod_api.pods["podTHEIRS"] = theirs  # named like Skyward's, but no `skyward-<pool>-<node>`
-    yield runner
-    assert runpod_api.pods.pop("podTHEIRS", None) == theirs, "someone else's pod was touched"
+    # named like Skyward's, but no `skyward-<pool>-<node>`
+    with beside_theirs(runpod_api.pods, theirs, "pod"):
+        yield runner
 
 
 def test_ls_lists_the_pods_skyward_named_and_no_other(sky: Sky, runpod_api: FakeRunPod) -> None:

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ssh"))  # the OpenSSH fixture: ssh_hosts.py
 
 from server_support import Server  # noqa: E402
-from ssh_hosts import SSHHosts, start_hosts  # noqa: E402
+from ssh_hosts import SSHHosts, hosts_running  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,5 @@ def fresh(tmp_path: Path) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def ssh_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
     """One real OpenSSH server on loopback (tests/ssh/ssh_hosts.py), for a module's tests."""
-    hosts = start_hosts(tmp_path_factory.mktemp("sshd"), 1)
-    try:
+    with hosts_running(tmp_path_factory.mktemp("sshd"), 1) as hosts:
         yield hosts
-    finally:
-        hosts.stop()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from ssh_hosts import SSHHosts, ssh_pool, start_hosts, workers_of
+from ssh_hosts import SSHHosts, hosts_running, ssh_pool
 
 import skyward as sky
 
@@ -22,13 +22,8 @@ import skyward as sky
 @pytest.fixture(scope="session")
 def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
     """Two OpenSSH servers (127.0.0.2 and 127.0.0.3, on free ports) shared by the whole session."""
-    hosts = start_hosts(tmp_path_factory.mktemp("sshd"), 2)
-    try:
+    with hosts_running(tmp_path_factory.mktemp("sshd"), 2, leak_check=True) as hosts:
         yield hosts
-        left = {str(s.home): workers_of(s.home) for s in hosts.servers}
-        assert not any(left.values()), f"workers left running on the SSH hosts: {left}"
-    finally:
-        hosts.stop()
 
 
 @pytest.fixture(scope="module")

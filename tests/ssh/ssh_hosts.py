@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +245,20 @@ def start_hosts(folder: Path, count: int) -> SSHHosts:
         hosts.stop()
         raise
     return hosts
+
+
+@contextlib.contextmanager
+def hosts_running(folder: Path, count: int, *, leak_check: bool = False) -> Iterator[SSHHosts]:
+    """`start_hosts`, for a fixture: the hosts are stopped when it ends, and with `leak_check` it
+    fails first if a pool left workers running on them."""
+    hosts = start_hosts(folder, count)
+    try:
+        yield hosts
+        if leak_check:
+            left = {str(s.home): workers_of(s.home) for s in hosts.servers}
+            assert not any(left.values()), f"workers left running on the SSH hosts: {left}"
+    finally:
+        hosts.stop()
 
 
 def start_machine(

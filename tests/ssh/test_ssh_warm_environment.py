@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ssh_hosts import SSHHosts, ssh_pool, start_hosts
+from ssh_hosts import SSHHosts, hosts_running, ssh_pool
 
 import skyward as sky
 
@@ -23,11 +23,8 @@ IMAGE = sky.Image(pip=["numpy"])
 
 @pytest.fixture
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
-    hosts = start_hosts(tmp_path_factory.mktemp("warm"), 1)
-    try:
+    with hosts_running(tmp_path_factory.mktemp("warm"), 1) as hosts:
         yield hosts
-    finally:
-        hosts.stop()
 
 
 @sky.function

@@ -56,12 +56,7 @@ def bucket(store: sky.storage.Storage) -> str:
 def ssh_hosts(tmp_path_factory: pytest.TempPathFactory, s3_url: str) -> Iterator[object]:
     """One real OpenSSH server on loopback (tests/ssh/ssh_hosts.py), for the volume tests' pools;
     started after `s3_url`, so its logins get the same proxy settings (none, for loopback)."""
-    from ssh_hosts import start_hosts, workers_of
+    from ssh_hosts import hosts_running
 
-    hosts = start_hosts(tmp_path_factory.mktemp("sshd"), 1)
-    try:
+    with hosts_running(tmp_path_factory.mktemp("sshd"), 1, leak_check=True) as hosts:
         yield hosts
-        left = {str(s.home): workers_of(s.home) for s in hosts.servers}
-        assert not any(left.values()), f"workers left running on the SSH hosts: {left}"
-    finally:
-        hosts.stop()

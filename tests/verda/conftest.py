@@ -16,8 +16,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
 sys.path.insert(0, str(Path(__file__).parent))
 
+from cloud_fakes import serving  # noqa: E402
 from fake_verda import FakeVerda  # noqa: E402
-from ssh_hosts import workers_of  # noqa: E402
 from verda_support import CLIENT_ID, CLIENT_SECRET  # noqa: E402
 
 
@@ -31,11 +31,5 @@ def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def verda_api(tmp_path: Path) -> Iterator[FakeVerda]:
     """The fake API; every VM, script or key it still has when the test ends is a leak."""
-    fake = FakeVerda(tmp_path / "vms", CLIENT_ID, CLIENT_SECRET).start()
-    try:
+    with serving(FakeVerda(tmp_path / "vms", CLIENT_ID, CLIENT_SECRET)) as fake:
         yield fake
-        assert not fake.instances, f"VMs left running: {fake.live()}"
-        assert not fake.scripts and not fake.ssh_keys, "startup scripts or SSH keys left behind"
-        assert not any(workers_of(server.home) for server in fake.booted), "workers left running"
-    finally:
-        fake.stop()

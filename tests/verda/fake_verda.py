@@ -22,17 +22,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
-import os
 import shlex
-import subprocess
-import threading
 import uuid
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 from aiohttp import web
-from ssh_hosts import SSHServer, free_port, start_machine
+from cloud_fakes import FakeCloud, Invalid, expect, expect_fields
+from ssh_hosts import free_port
 
 
 def _type(name: str, model: str, title: str, gpus: int, gpu_gb: int, vcpus: int, ram: int,
@@ -66,41 +63,28 @@ CREATE_FIELDS = {
 NO_CAPACITY = {
     "code": "server_error", "message": "Not enough resources available for the requested instance type",
 }
-GUARDIAN_MARK = "if command -v python3"
 _addresses = itertools.count(2)
 
 
-class Invalid(Exception):
-    """A request Verda would refuse with 400."""
-
-
 @attrs.define
-class FakeVerda:
-    folder: Path
+class FakeVerda(FakeCloud):
     client_id: str
     client_secret: str
-    port: int = 0
     ssh_port: int = 0
     instances: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    machines: dict[str, SSHServer] = attrs.field(factory=dict)
     ssh_keys: dict[str, dict[str, str]] = attrs.field(factory=dict)
     scripts: dict[str, dict[str, str]] = attrs.field(factory=dict)
     #: Every deploy body received, accepted or not, in order.
     creates: list[dict[str, Any]] = attrs.field(factory=list)
     deleted: list[str] = attrs.field(factory=list)
-    booted: list[SSHServer] = attrs.field(factory=list)
-    #: What each VM's boot guardian line answered ("started <pid>"), by instance id.
-    boot_guardians: dict[str, str] = attrs.field(factory=dict)
     no_capacity: set[str] = attrs.field(factory=set)
     #: Instance types (or "spot" / "on-demand") the availability listing leaves out.
     unlisted: set[str] = attrs.field(factory=set)
-    sshd_down: bool = False
     delete_errors: int = 0
     impostor_key: str | None = None
     tokens: set[str] = attrs.field(factory=set)
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
-    _runner: web.AppRunner | None = None
+
+    NAME: ClassVar[str] = "Verda"
 
     @property
     def url(self) -> str:
@@ -113,55 +97,31 @@ class FakeVerda:
 
     def start(self) -> FakeVerda:
         self.ssh_port = free_port("127.0.0.1")
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
+        return super().start()
 
-        async def serve() -> None:
-            app = web.Application(middlewares=[self._auth])
-            app.add_routes([
-                web.post("/v1/oauth2/token", self._token),
-                web.get("/v1/instance-types", self._types),
-                web.get("/v1/instance-availability", self._availability),
-                web.post("/v1/sshkeys", self._add("ssh_keys", "key")),
-                web.get("/v1/sshkeys", self._list("ssh_keys")),
-                web.delete("/v1/sshkeys/{id}", self._remove("ssh_keys")),
-                web.post("/v1/scripts", self._add("scripts", "script")),
-                web.get("/v1/scripts", self._list("scripts")),
-                web.delete("/v1/scripts/{id}", self._remove("scripts")),
-                web.post("/v1/instances", self._create),
-                web.get("/v1/instances", self._all),
-                web.get("/v1/instances/{id}", self._get),
-                web.put("/v1/instances", self._action),
-            ])
-            self._runner = web.AppRunner(app, access_log=None)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            await site.start()
-            self.port = self._runner.addresses[0][1]
-            ready.set()
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._auth])
+        app.add_routes([
+            web.post("/v1/oauth2/token", self._token),
+            web.get("/v1/instance-types", self._types),
+            web.get("/v1/instance-availability", self._availability),
+            web.post("/v1/sshkeys", self._add("ssh_keys", "key")),
+            web.get("/v1/sshkeys", self._list("ssh_keys")),
+            web.delete("/v1/sshkeys/{id}", self._remove("ssh_keys")),
+            web.post("/v1/scripts", self._add("scripts", "script")),
+            web.get("/v1/scripts", self._list("scripts")),
+            web.delete("/v1/scripts/{id}", self._remove("scripts")),
+            web.post("/v1/instances", self._create),
+            web.get("/v1/instances", self._all),
+            web.get("/v1/instances/{id}", self._get),
+            web.put("/v1/instances", self._action),
+        ])
+        return app
 
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(serve())  # type: ignore[union-attr]
-            self._loop.run_forever()  # type: ignore[union-attr]
-
-        self._thread = threading.Thread(target=run, name="fake-verda", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("the fake Verda API did not start")
-        return self
-
-    def stop(self) -> None:
-        for server in self.machines.values():
-            server.stop()
-        self.machines.clear()
-        if self._loop is not None and self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            assert self._thread is not None
-            self._thread.join(10)
-            self._loop.close()
-        self._loop = None
+    def check_nothing_left(self) -> None:
+        assert not self.instances, f"VMs left running: {self.live()}"
+        assert not self.scripts and not self.ssh_keys, "startup scripts or SSH keys left behind"
+        super().check_nothing_left()
 
     # -- auth --------------------------------------------------------------------------------------
 
@@ -232,12 +192,7 @@ class FakeVerda:
     # -- instances ---------------------------------------------------------------------------------
 
     def _check(self, body: Any) -> dict[str, Any]:
-        def expect(condition: bool, message: str) -> None:
-            if not condition:
-                raise Invalid(message)
-
-        expect(isinstance(body, dict), "the body must be a JSON object")
-        expect(not set(body) - CREATE_FIELDS, f"unknown fields: {sorted(set(body) - CREATE_FIELDS)}")
+        expect_fields(body, CREATE_FIELDS)
         kind = next((t for t in INSTANCE_TYPES if t["instance_type"] == body.get("instance_type")), None)
         expect(kind is not None, f"unknown instance type {body.get('instance_type')!r}")
         expect(isinstance(body.get("image"), str) and body["image"], "image is required")
@@ -286,9 +241,7 @@ class FakeVerda:
             return web.json_response({"code": "not_found", "message": "Instance not found"}, status=404)
         for instance_id in known:
             del self.instances[instance_id]
-            server = self.machines.pop(instance_id, None)
-            if server is not None:
-                await asyncio.to_thread(server.stop)
+            await self.power_off(instance_id)
             self.deleted.append(instance_id)
         return web.Response(status=202)
 
@@ -315,25 +268,11 @@ class FakeVerda:
             self.instances[instance_id]["status"] = "error"  # the script found no key and failed
             return instance_id
         login_key = self.ssh_keys[body["ssh_key_ids"][0]]["key"]
-        server = start_machine(
-            self.folder / instance_id, address, self.ssh_port, host_key, login_key, start=not self.sshd_down
-        )
-        self.machines[instance_id] = server
-        self.booted.append(server)
-        self._run_script_lines(instance_id, server, script)
+        server = self.boot_machine(instance_id, address, self.ssh_port, host_key, login_key)
+        # The script's credentials line and guardian line, as the VM runs them (as root; here as
+        # this user, with the login's home).
+        self.run_boot_lines(instance_id, server, script, {})
         return instance_id
-
-    def _run_script_lines(self, instance_id: str, server: SSHServer, script: str) -> None:
-        """The script's credentials line and guardian line, as the VM runs them (as root; here as
-        this user, with the login's home)."""
-        env = {"HOME": str(server.home), "PATH": os.environ["PATH"]}
-        for line in script.splitlines():
-            if line.startswith("(umask 077;") or GUARDIAN_MARK in line:
-                result = subprocess.run(
-                    ["bash", "-c", line], capture_output=True, text=True, timeout=30, check=False, env=env
-                )
-                if GUARDIAN_MARK in line:
-                    self.boot_guardians[instance_id] = result.stdout.strip() + result.stderr.strip()
 
 
 def _host_key(script: str) -> str | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cloud_workloads import assert_every_node_answers, square
 from fake_verda import FakeVerda
 from verda_support import CLIENT_SECRET, verda, verda_pool
 
@@ -19,24 +20,10 @@ import skyward as sky
 from skyward.errors import CapacityError, ProvisionError
 
 
-@sky.function
-def square(x: int) -> int:
-    return x * x
-
-
-@sky.function
-def where() -> tuple[int, int, str]:
-    info = sky.instance_info()
-    return info.node, info.total_nodes, info.provider
-
-
 def test_a_two_node_spot_pool_runs_tasks_on_its_vms_and_deletes_them_on_exit(verda_api: FakeVerda) -> None:
     with verda_pool(verda_api, nodes=2, accelerator="A100", allocation="spot") as pool:
         assert len(verda_api.instances) == 2
-        assert square(7) >> pool == 49
-        answers = where() @ pool
-        assert sorted(node for node, _, _ in answers) == [0, 1]
-        assert {(total, provider) for _, total, provider in answers} == {(2, "verda")}
+        assert_every_node_answers(pool, 2, "verda")
         created = set(verda_api.instances)
     assert [body["is_spot"] for body in verda_api.creates] == [True, True]
     assert {body["instance_type"] for body in verda_api.creates} == {"1A100.22V"}  # 80 GB, the cheapest

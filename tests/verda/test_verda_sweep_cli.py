@@ -17,7 +17,7 @@ from verda_support import CLIENT_ID, CLIENT_SECRET
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
 
-from cli_support import Sky  # noqa: E402
+from cli_support import Sky, beside_theirs  # noqa: E402
 
 
 def leftover(api: FakeVerda, pool: str, node: int, vm_id: str) -> str:
@@ -38,9 +38,9 @@ def sky(tmp_path: Path, verda_api: FakeVerda) -> Any:
         VERDA_CLIENT_ID=CLIENT_ID, VERDA_CLIENT_SECRET=CLIENT_SECRET, VERDA_API_URL=verda_api.url
     )
     theirs = {"id": "vm-theirs", "hostname": "skyward-notes", "status": "running"}
-    verda_api.instances["vm-theirs"] = theirs  # named like Skyward's, but no `skyward-<pool>-<node>`
-    yield runner
-    assert verda_api.instances.pop("vm-theirs", None) == theirs, "someone else's VM was touched"
+    # named like Skyward's, but no `skyward-<pool>-<node>`
+    with beside_theirs(verda_api.instances, theirs, "VM"):
+        yield runner
     verda_api.scripts.clear()
     verda_api.ssh_keys.clear()
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import getpass
-import sys
 from typing import Any
 
+from cloud_workloads import login_here, quiet_pool
 from fake_verda import FakeVerda
 
 import skyward as sky
@@ -19,13 +18,9 @@ def verda(api: FakeVerda, **kwargs: Any) -> sky.Verda:
     """`sky.Verda` pointed at the fake, logging in as this user, venvs from this interpreter."""
     kwargs.setdefault("client_id", CLIENT_ID)
     kwargs.setdefault("client_secret", CLIENT_SECRET)
-    kwargs.setdefault("ssh_user", getpass.getuser())
-    kwargs.setdefault("python", sys.executable)
-    return sky.Verda(api_url=api.url, ssh_port=api.ssh_port, **kwargs)
+    return sky.Verda(api_url=api.url, ssh_port=api.ssh_port, **login_here(kwargs))
 
 
 def verda_pool(api: FakeVerda, *, provider: Any = None, **kwargs: Any) -> Any:
     """A quiet pool (not started) on the fake Verda."""
-    kwargs.setdefault("console", False)
-    kwargs.setdefault("logging", False)
-    return sky.Compute(provider=provider or verda(api), **kwargs)
+    return quiet_pool(provider or verda(api), **kwargs)
