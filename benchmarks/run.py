@@ -342,6 +342,9 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
     warm = m("ssh.warm_start_s")
     met = None if warm is None else warm < 1
     rows.append(row("ssh: warm 2-host pool ready", "under 1 s", warm, met, " s"))
+    vs_floor = m("ssh.vs_floor")
+    met = None if vs_floor is None else vs_floor <= 2
+    rows.append(row("ssh: no-op p50 vs channel echo", "<= 2x the floor", vs_floor, met, "x"))
     r = m("collections.vs_noop")
     name = "collections: strong increment p50 vs no-op round trip"
     rows.append(row(name, "<= 2x", r, None if r is None else r <= 2))

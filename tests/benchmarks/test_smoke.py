@@ -21,7 +21,9 @@ ROWS = {
     "throughput": ["throughput.tasks_per_s"],
     "payload": ["payload.to_worker", "payload.from_worker"],
     "joblib": ["joblib.wall"],
-    "ssh": ["ssh.p50", "ssh.tasks_per_s", "ssh.cold_start_s", "ssh.warm_start_s"],
+    "ssh": [
+        "ssh.p50", "ssh.tasks_per_s", "ssh.cold_start_s", "ssh.warm_start_s", "ssh.floor_p50", "ssh.vs_floor",
+    ],
     "collections": [
         "collections.increment_p50", "collections.noop_p50", "collections.vs_noop",
         "collections.strong_per_s", "collections.eventual_per_s", "collections.eventual_vs_strong",
