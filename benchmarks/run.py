@@ -19,6 +19,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 # Workers of every framework import bench_tasks: put this folder on their path and on ours.
@@ -173,47 +174,37 @@ def run_joblib(config: Config, selected: list[str]) -> list[Figure]:
     return figures
 
 
-def run_ssh(config: Config, selected: list[str]) -> list[Figure]:
-    figures = case_ssh.figures()
+def run_skyward_only(case: Any, what: str, config: Config, selected: list[str]) -> list[Figure]:
+    """A case only Skyward runs (its `PEERS`): the others are marked not applicable, and a case whose
+    `available()` says no (ssh without sshd) is marked missing."""
+    figures = case.figures()
     for peer_class in peers.ALL:
-        if peer_class.name not in case_ssh.PEERS:
+        if peer_class.name not in case.PEERS:
             mark(figures, peer_class.name, NOT_APPLICABLE)
     status = peer_status(peers.by_name("Skyward"), selected)
-    if status is None and not case_ssh.available():
+    if status is None and not getattr(case, "available", lambda: True)():
         status = MISSING
     if status is not None:
         mark(figures, "Skyward", status)
         return figures
-    log("ssh: Skyward over OpenSSH on loopback")
+    log(f"{case.NAME}: {what}")
     try:
-        for key, values in case_ssh.measure(config).items():
+        for key, values in case.measure(config).items():
             for value in values:
                 _figure(figures, key).add("Skyward", value)
     except Exception:  # noqa: BLE001
         traceback.print_exc()
         mark(figures, "Skyward", FAILED)
     return figures
+
+
+def run_ssh(config: Config, selected: list[str]) -> list[Figure]:
+    return run_skyward_only(case_ssh, "Skyward over OpenSSH on loopback", config, selected)
 
 
 def run_collections(config: Config, selected: list[str]) -> list[Figure]:
     """Skyward's distributed collections on Local (case_collections): no peer has them here."""
-    figures = case_collections.figures()
-    for peer_class in peers.ALL:
-        if peer_class.name not in case_collections.PEERS:
-            mark(figures, peer_class.name, NOT_APPLICABLE)
-    status = peer_status(peers.by_name("Skyward"), selected)
-    if status is not None:
-        mark(figures, "Skyward", status)
-        return figures
-    log("collections: Skyward on Local")
-    try:
-        for key, values in case_collections.measure(config).items():
-            for value in values:
-                _figure(figures, key).add("Skyward", value)
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        mark(figures, "Skyward", FAILED)
-    return figures
+    return run_skyward_only(case_collections, "Skyward on Local", config, selected)
 
 
 def run_floor(config: Config) -> list[Figure]:
