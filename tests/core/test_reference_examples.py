@@ -126,10 +126,13 @@ def test_dispatch_operators_section() -> None:
         everywhere = pool.broadcast(train(data))
         later = pool.run_async(train(data))
         mapped = pool.map(lambda v: v + 1, [1, 2, 3])  # fn need not be decorated
+        # a future is read inside the block, as the reference's cheat sheet does: leaving the block
+        # interrupts what still runs (tests/core/test_shutdown.py)
+        async_results = (future.result(), later.result())
 
-    assert result == 2.5 and future.result() == 2.5 and results == [2.5, 2.5]
+    assert result == 2.5 and async_results == (2.5, 2.5) and results == [2.5, 2.5]
     assert (a, b) == (1, "two") and parallel == (1, "two")
-    assert on_head == on_one == 2.5 and everywhere == [2.5, 2.5] and later.result() == 2.5
+    assert on_head == on_one == 2.5 and everywhere == [2.5, 2.5]
     assert mapped == [2, 3, 4]
 
 
