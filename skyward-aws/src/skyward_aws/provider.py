@@ -102,6 +102,8 @@ class Plan:
 
 class AWSProvider(CloudProvider):
     name = "aws"
+    #: A parked pool is resumed from its plan (`resume_cloud`): its tags, group and key pair go on.
+    lingers = True
 
     @property
     def release_timeout(self) -> float:  # type: ignore[override]
@@ -146,6 +148,11 @@ class AWSProvider(CloudProvider):
         return Cluster(
             id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id), state={"aws": plan},
         )
+
+    async def resume_cloud(self, cluster: Cluster) -> None:
+        """A parked pool's clients, for the region its plan (security group, key pair) is in."""
+        plan: Plan = cluster.state["aws"]
+        self._clients = await self._call(clients_for, self.config, plan.region)
 
     async def _plan(self, spec: Spec, pool_id: str, region: str, owner: str) -> Plan:
         market = MARKETS[spec.allocation]

@@ -267,6 +267,10 @@ class Options:
     health_checker: HealthChecker | None = attrs.field(default=None, validator=_check_health)
     #: A pool server's URL: `Compute(name=NAME)` attaches to the pool NAME it holds (docs/server.md).
     server: str | None = attrs.field(default=None, validator=_check_server)
+    #: Keep a cloud pool's machines `Spec.ttl` seconds after a clean exit, for the next pool with
+    #: the same spec to adopt (docs/compute.md#lingering-machines); their guardians end them
+    #: after that. Off by default: no machine outlives its pool unless asked to.
+    linger: bool = attrs.field(default=False, validator=_check_bool("Options"))
 
     @property
     def console_mode(self) -> ConsoleMode:

@@ -46,6 +46,8 @@ class RunPodProvider(CloudProvider):
     #: Inside the pod's container (not an SSH login, which lacks the variable); a guarded node runs
     #: `end_machine_command`, which names the pod explicitly.
     shutdown_command = 'runpodctl remove pod "$RUNPOD_POD_ID"'
+    #: A parked pool's pods are adopted as they are: its offers live in `cluster.state`.
+    lingers = True
 
     def __init__(self, config: RunPod, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)

@@ -75,6 +75,7 @@ def find(provider: str | None, region: str | None) -> Found:
     listed: list[tuple[Sweeper, tuple[Machine, ...]]] = []
     skipped: list[dict[str, str]] = []
     errors: list[dict[str, str]] = []
+    parked = _parked_pools()
     for sweeper in sweepers(provider):
         try:
             status = sweeper.credentials()
@@ -89,8 +90,25 @@ def find(provider: str | None, region: str | None) -> Found:
         except Exception as error:  # noqa: BLE001 - reported; the other providers are still listed
             errors.append({"provider": sweeper.name, "error": str(error) or type(error).__name__})
             continue
-        listed.append((sweeper, machines))
+        listed.append((sweeper, tuple(_idle_if_parked(m, parked) for m in machines)))
     return Found(tuple(listed), tuple(skipped), tuple(errors))
+
+
+def _parked_pools() -> dict[tuple[str, str], float]:
+    """The pools whose machines linger on this client (`providers/linger.py`), with their expiry."""
+    from skyward.providers import linger
+
+    return {(p.provider.lower(), p.pool): p.expires for p in linger.parked()}
+
+
+def _idle_if_parked(machine: Machine, parked: dict[tuple[str, str], float]) -> Machine:
+    """A parked pool's machine is shown idle, its lease ending when its guardian ends it."""
+    expires = parked.get((machine.provider.lower(), machine.pool))
+    if expires is None:
+        return machine
+    return attrs.evolve(
+        machine, state="idle", lease_expires=datetime.datetime.fromtimestamp(expires, datetime.UTC)
+    )
 
 
 def _span(seconds: float) -> str:
@@ -147,6 +165,8 @@ def ls(as_json: bool, provider: str | None, region: str | None) -> None:
 
     Only machines carrying Skyward's mark are listed (AWS: the skyward:pool tag; RunPod and
     Vast.ai: the skyward-<pool>- name). A provider without credentials is skipped, and said so.
+    A lingering pool's machines (Options(linger=True)) are shown idle, with the time left before
+    their guardians end them.
     """
     now = utc_now()
     found = find(provider, region)
@@ -224,6 +244,9 @@ def down(
             items.extend(Ended(sweeper.name, m.pool, "machine", m.id, str(error)) for m in chosen)
     ended = [i for i in items if i.error is None]
     failed = [i for i in items if i.error is not None]
+    from skyward.providers import linger
+
+    linger.forget(sorted({i.pool for i in ended}))  # nothing is left of them to adopt
     if as_json:
         emit_json({
             "ended": [i.as_json() for i in ended], "failed": [i.as_json() for i in failed],

@@ -489,7 +489,10 @@ class Fleet:
         for node in nodes:
             node.flush_logs()
         if self.provider is not None and self.cluster is not None:
-            await self._release.release(self.provider, self.cluster, list(self.instances.values()))
+            lingering = self.options.linger and not reason and self.spec.ttl > 0
+            park_until = time.time() + self.spec.ttl if lingering else None
+            instances = list(self.instances.values())
+            await self._release.release(self.provider, self.cluster, instances, park_until)
         self.instances.clear()
         self.bus.emit(ClusterDestroyed(
             reason=reason, seconds=time.monotonic() - self._requested_at, cost=self._spend.usd, pool=self.name

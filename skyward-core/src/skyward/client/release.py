@@ -62,9 +62,16 @@ class MachineRelease:
                 self.log.warning("skyward.lease_renewal_failed", pool=self.pool, error=str(exc))
             await asyncio.sleep(lease_interval(ttl))
 
-    async def release(self, provider: Any, cluster: Any, instances: list[Any]) -> None:
+    async def release(
+        self, provider: Any, cluster: Any, instances: list[Any], park_until: float | None = None
+    ) -> None:
         """Terminate the machines and tear down what `prepare` made, within `bound`; past it,
-        report the machines whose end was not confirmed, by id."""
+        report the machines whose end was not confirmed, by id. With `park_until` (a clean exit
+        with `Options(linger=True)`), the provider may keep them for a later pool instead
+        (`Provider.park`): then nothing is terminated or torn down here."""
+        parked = park_until is not None and bool(instances)
+        if parked and await self._park(provider, cluster, instances, park_until or 0.0):
+            return
 
         async def give_back() -> None:
             await self.terminate(provider, cluster, instances)
@@ -84,6 +91,18 @@ class MachineRelease:
             )
             self.log.error("skyward.release_unconfirmed", pool=self.pool, instances=ids, seconds=limit)
             self.report_failure(provider, what, TimeoutError("the provider's release is still under way"))
+
+    async def _park(self, provider: Any, cluster: Any, instances: list[Any], until: float) -> bool:
+        try:
+            kept = bool(await asyncio.wait_for(provider.park(cluster, instances, until), bound(provider)))
+        except Exception as exc:  # noqa: BLE001 - reported; the machines are ended instead
+            self.log.warning("skyward.park_failed", pool=self.pool, error=str(exc))
+            return False
+        if kept:
+            self.spend.stopped(instances)
+            self.log.info("skyward.machines_lingering", pool=self.pool, instances=len(instances),
+                          seconds=round(until - time.time()))
+        return kept
 
     async def terminate(self, provider: Any, cluster: Any, instances: list[Any]) -> None:
         """Terminate machines the pool lets go; a failure is reported, never swallowed."""

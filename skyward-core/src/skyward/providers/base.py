@@ -29,6 +29,11 @@ The lifecycle, in the order the pool calls it:
    `Options.shutdown_timeout` for the workers) before it reports, naming them, the machines whose
    end it could not confirm.
 
+With `Options(linger=True)`, a pool that exits cleanly first offers its machines to
+`park(cluster, instances, until)`: a provider that keeps them (clouds: `providers/linger.py`)
+returns True, and then neither `terminate` nor `teardown` is called; their guardians end them at
+`until` unless a compatible pool adopts them first (in its `prepare`).
+
 Beside them: `end_machine_command(cluster, instance)` (by default `shutdown_command`), the command
 that ends a machine from inside it (the node's guardian, `skyward.guardian`, runs it when the
 pool's lease lapses; the `skyward_end_machine_command` hook may answer instead), and
@@ -186,6 +191,12 @@ class Provider(abc.ABC):
         """This pool's machines that exist now, as `sky ls` lists them: those provisioned and not
         yet terminated (a cloud also lists what its API still shows under the pool's tag). Empty
         once every machine is terminated and the pool torn down: nothing is left behind."""
+
+    async def park(self, cluster: Cluster, instances: list[Instance], until: float) -> bool:
+        """Keep these machines, idle, for a later compatible pool until `until` (epoch seconds),
+        instead of ending them (`Options(linger=True)`, a clean exit). True when kept: the pool
+        then neither terminates them nor tears down. False by default: nothing lingers."""
+        return False
 
     async def renew_lease(self, cluster: Cluster, instances: list[Instance], until: float) -> None:
         """Mark the pool's machines (and what goes with them) as leased until `until` (epoch

@@ -12,6 +12,9 @@ A cloud provider (skyward-aws, skyward-runpod, skyward-vastai, or a third party'
   teardown: the safety net for a creation whose answer never came back. It also backs
   `machines(cluster)` (what `sky ls` lists): the machines this provider launched and has not
   deleted, with whatever the cloud still lists under the pool's tag.
+- to let machines linger (`Options(linger=True)`, `providers/linger.py`): `lingers = True`, and
+  `resume_cloud(cluster)` if `prepare_cloud` keeps anything on `self` that later calls need (API
+  clients, offers): an adopting pool resumes the parked pool's `Cluster` instead of preparing.
 
 The API half's common moves are here too: `launch_together` (every node at once, none left
 half-launched), `retry_capacity`, `first_created` (offers tried in order, "no capacity" falling
@@ -183,6 +186,10 @@ class CloudProvider(Provider):
     keeps_environments = True
     guards_nodes = True
     announces_machines = True
+    #: Whether a clean exit with `Options(linger=True)` parks the machines for the next
+    #: compatible pool (`providers/linger.py`); a provider opts in once `resume_cloud` restores
+    #: what its later calls need and `cluster.state` holds all its pool created.
+    lingers = False
 
     def __init__(self, options: Options | None = None, *, python: str | None = None) -> None:
         super().__init__(options)
@@ -190,6 +197,8 @@ class CloudProvider(Provider):
         self.access: MachineAccess | None = None
         #: The machines launched and not deleted yet, by id: `machines`.
         self._held: dict[str, Instance] = {}
+        #: A parked pool's machines this pool adopted and has not placed yet, by node.
+        self._adoptable: dict[int, Instance] = {}
         self._log = structlog.get_logger()
 
     # -- settings ----------------------------------------------------------------------------------
@@ -239,6 +248,20 @@ class CloudProvider(Provider):
     async def release(self, cluster: Cluster) -> None:
         """Remove what `prepare_cloud` created (security groups, key pairs...)."""
 
+    async def resume_cloud(self, cluster: Cluster) -> None:
+        """Restore what `prepare_cloud` keeps on `self` for `cluster`, a parked pool's, without
+        creating anything (a pool adopting lingering machines skips `prepare_cloud`). Nothing by
+        default."""
+
+    async def close_cloud(self) -> None:
+        """Close the API session without deleting anything (the pool's machines are parked).
+        By default the `api` attribute's `close()`, where there is one."""
+        close = getattr(getattr(self, "api", None), "close", None)
+        if close is not None:
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """Machines of this pool the cloud still has, found by its tag or name (`teardown` deletes
         them). The safety net for a machine whose creation was under way when a start failed or was
@@ -265,6 +288,9 @@ class CloudProvider(Provider):
         from skyward.transport.ssh import pool_key, remove_pool_key
 
         self.nodes.first_login_timeout = self.provision_timeout  # a new machine's sshd boots late
+        adopted = await self._adopt(spec) if self.lingers else None
+        if adopted is not None:
+            return adopted
         key_file, login_key = pool_key(pool_id)
         self.nodes.key_file = str(key_file)
         self.access = MachineAccess.create(login_key)
@@ -275,7 +301,21 @@ class CloudProvider(Provider):
             raise
 
     async def provision(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
-        """Launch, then wait until every machine has an address; on failure delete what started."""
+        """Launch, then wait until every machine has an address; on failure delete what started.
+        Nodes a parked pool's machines can be are given those instead (`_adopt`)."""
+        adopted = [self._adoptable.pop(n) for n in nodes if n in self._adoptable]
+        extra, self._adoptable = list(self._adoptable.values()), {}
+        if extra:  # the parked pool had more nodes than this one wants
+            await asyncio.shield(self._destroy_quietly(cluster, extra))
+        for instance in adopted:
+            self._held[instance.id] = instance
+            self.announce(InstanceRunning(node=instance.node, instance_id=instance.id, ip=instance.public_ip))
+        nodes = [n for n in nodes if n not in {i.node for i in adopted}]
+        if not nodes:
+            return adopted
+        return adopted + await self._launch_and_wait(cluster, nodes)
+
+    async def _launch_and_wait(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         launched: list[Instance] = []
         try:
             launched = await self.launch(cluster, nodes)
@@ -416,6 +456,67 @@ class CloudProvider(Provider):
         for instance in await self.leftovers(cluster):
             found.setdefault(instance.id, instance)
         return list(found.values())
+
+    # -- lingering (`providers/linger.py`) ---------------------------------------------------------
+
+    async def park(self, cluster: Cluster, instances: list[Instance], until: float) -> bool:
+        """Keep the machines up, idle, until `until` for a compatible pool to adopt: their lease
+        is marked with `until` (where the cloud keeps one), the record written, the SSH sessions
+        closed (the guardians' lease is no longer renewed, so they end the machines at `until`).
+        Not with volumes: a read-write volume's last upload runs when its machine is deleted."""
+        from skyward.providers import linger
+
+        if not self.lingers or not instances or getattr(cluster.spec, "volumes", ()):
+            return False
+        try:
+            await self.renew_lease(cluster, instances, until)
+        except Exception as exc:  # noqa: BLE001 - the guardians still end them at `until`
+            self._log.warning("skyward.park_lease_failed", pool=cluster.id, error=str(exc))
+        digest = linger.compatibility(self.name, cluster.spec)
+        try:
+            linger.park(linger.Parked(cluster.id, self.name, digest, until, cluster, tuple(instances)))
+        except OSError as exc:
+            self._log.warning("skyward.park_failed", pool=cluster.id, error=str(exc))
+            return False
+        await self.nodes.close()
+        await self.close_cloud()
+        self._let_go(instances)
+        return True
+
+    async def _adopt(self, spec: Spec) -> Cluster | None:
+        """Resume a parked pool whose machines fit `spec` (`linger.claim`): its cluster, its login
+        key, and those of its machines the cloud still has up, kept for `provision`. None when
+        there is none, or it cannot be resumed (its machines then end at their expiry)."""
+        from skyward.providers import linger
+        from skyward.transport.ssh import pool_key, remove_pool_key
+
+        record = linger.claim(self.name, linger.compatibility(self.name, spec))
+        if record is None:
+            return None
+        if not linger.key_kept(record.pool):
+            self._log.warning("skyward.adopt_failed", pool=record.pool, error="its login key is gone")
+            return None
+        cluster = attrs.evolve(record.cluster, spec=spec)
+        pinned = {i.id: i for i in record.instances}
+        try:
+            key_file, login_key = pool_key(record.pool)
+            self.nodes.key_file = str(key_file)
+            self.access = MachineAccess.create(login_key)
+            await self.resume_cloud(cluster)
+            alive = await self.refresh(cluster, list(record.instances))
+        except Exception as exc:  # noqa: BLE001 - a fresh pool is made instead
+            self._log.warning("skyward.adopt_failed", pool=record.pool, error=str(exc))
+            self.access = None
+            remove_pool_key(record.pool)
+            return None
+        self._adoptable = {
+            i.node: attrs.evolve(i, host_key=pinned[i.id].host_key) for i in alive if i.id in pinned
+        }
+        self._log.info(
+            "skyward.pool_adopted", pool=record.pool, provider=self.name,
+            instances=", ".join(i.id for i in self._adoptable.values()), seconds_left=round(record.left()),
+        )
+        return cluster
 
     def _let_go(self, instances: Sequence[Instance]) -> None:
         for instance in instances:
