@@ -243,7 +243,7 @@ class Fleet:
         node = NodeHandle(
             index, instance, info, channel, self.worker.concurrency + self.worker.buffer,
             self.bus.emit, self.on_node_lost, self._scheduler.pump_soon, key=key,
-            listens=self.bus.listens, pool=self.name,
+            listens=self.bus.listens, pool=self.name, tally=self.bus.tally,
         )
         hello = Hello(
             info=info, concurrency=self.worker.concurrency, executor=self.worker.resolved_executor,
@@ -463,6 +463,12 @@ class Fleet:
             node.move(self._place(node.index, total, node.info.worker))
 
     # -- stop --------------------------------------------------------------------------------------------
+
+    async def hold(self) -> bool:
+        """Ask the provider to record the running machines for a restart (`Provider.hold`)."""
+        if self.provider is None or self.cluster is None:
+            return False
+        return bool(await self.provider.hold(self.cluster, list(self.instances.values())))
 
     def stop_timeout(self) -> float:
         """How long the whole stop may take: the workers' `shutdown_timeout`, then the release."""

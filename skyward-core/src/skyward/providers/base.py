@@ -198,6 +198,11 @@ class Provider(abc.ABC):
         then neither terminates them nor tears down. False by default: nothing lingers."""
         return False
 
+    async def hold(self, cluster: Cluster, instances: list[Instance]) -> bool:
+        """Record these running machines so that a pool server restarted after a crash can start
+        the pool again on them (`providers/linger.py`, held records). False by default: not kept."""
+        return False
+
     async def renew_lease(self, cluster: Cluster, instances: list[Instance], until: float) -> None:
         """Mark the pool's machines (and what goes with them) as leased until `until` (epoch
         seconds): the live client calls it every ~`Spec.ttl`/3. Nothing by default."""

@@ -483,6 +483,16 @@ class CloudProvider(Provider):
         self._let_go(instances)
         return True
 
+    async def hold(self, cluster: Cluster, instances: list[Instance]) -> bool:
+        """A held record of the running pool (a pool server's, `linger.hold`); removed at teardown."""
+        from skyward.providers import linger
+
+        if not self.lingers or not instances:
+            return False
+        digest = linger.compatibility(self.name, cluster.spec)
+        linger.hold(linger.Parked(cluster.id, self.name, digest, 0.0, cluster, tuple(instances)))
+        return True
+
     async def _adopt(self, spec: Spec) -> Cluster | None:
         """Resume a parked pool whose machines fit `spec` (`linger.claim`): its cluster, its login
         key, and those of its machines the cloud still has up, kept for `provision`. None when
@@ -523,8 +533,10 @@ class CloudProvider(Provider):
             self._held.pop(instance.id, None)
 
     async def teardown(self, cluster: Cluster) -> None:
+        from skyward.providers import linger
         from skyward.transport.ssh import remove_pool_key
 
+        linger.unhold(cluster.id)
         try:
             await self.nodes.close()
             left = await self.leftovers(cluster)

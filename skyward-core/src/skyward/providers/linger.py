@@ -13,6 +13,11 @@ record's `Cluster`), renews the guardian's lease on its first login, finds the e
 and starts its workers: about a second instead of minutes. When it exits, it parks or deletes
 them in turn; `sky ls` shows parked machines as idle with their expiry, `sky down` ends them.
 
+The same record serves a pool server (`skyward.server`): while it holds a cloud pool, the pool's
+record is *held* (`held/<pool>.parked`, never claimed by another pool); a server restarted after a
+crash releases it (`release_held`) and starts the pool again, which adopts its machines if their
+guardians have not ended them yet.
+
 One record per parked pool, `~/.skyward/lingering/<pool>.parked` (mode 0600, in `$SKYWARD_HOME`):
 the pool's `Cluster` (its spec left out: a provider config may hold an API key, and nothing
 secret is written here), its machines and when the lease lapses. A claim renames the file,
@@ -84,9 +89,8 @@ def key_kept(pool: str) -> bool:
     return (skyward_home() / "keys" / f"{pool}_ed25519").is_file()
 
 
-def park(parked: Parked) -> Path:
-    """Write the record (0600, atomically: a reader never sees half of it)."""
-    where = folder()
+def _write(parked: Parked, where: Path) -> Path:
+    """Write the record (0600, atomically: a reader never sees half of it), without the spec."""
     where.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = where / f"{parked.pool}{SUFFIX}"
     kept = attrs.evolve(parked, cluster=attrs.evolve(parked.cluster, spec=None))
@@ -95,6 +99,36 @@ def park(parked: Parked) -> Path:
     with os.fdopen(fd, "wb") as f:
         pickle.dump(kept, f)
     os.replace(tmp, path)
+    return path
+
+
+def hold(parked: Parked) -> Path:
+    """Keep a running pool's record where no pool claims it (a pool server's: `release_held`)."""
+    return _write(parked, folder() / "held")
+
+
+def unhold(pool: str) -> None:
+    """The held pool ended as it should: its record goes (its key is the pool's own business)."""
+    with contextlib.suppress(FileNotFoundError):
+        (folder() / "held" / f"{pool}{SUFFIX}").unlink()
+
+
+def release_held(pool: str, expires: float) -> bool:
+    """Make a held record claimable until `expires` (a restarted server, for its next start of
+    the pool to adopt the machines); False when there is none."""
+    path = folder() / "held" / f"{pool}{SUFFIX}"
+    record = _read(path) if path.is_file() else None
+    if record is None:
+        return False
+    _write(attrs.evolve(record, expires=expires), folder())
+    path.unlink()
+    return True
+
+
+def park(parked: Parked) -> Path:
+    """Write the record of a parked pool, claimable by the next compatible pool."""
+    path = _write(parked, folder())
+    unhold(parked.pool)
     structlog.get_logger().info(
         "skyward.pool_parked", pool=parked.pool, provider=parked.provider,
         instances=", ".join(i.id for i in parked.instances), seconds=round(parked.left()),
@@ -155,6 +189,7 @@ def forget(pools: Sequence[str]) -> None:
         path = folder() / f"{pool}{SUFFIX}"
         if path.exists():  # a pool that is not parked keeps its key: it may still be running
             _prune(path, None, pool)
+        unhold(pool)
 
 
 def _prune(path: Path, record: Parked | None, pool: str | None = None) -> None:

@@ -192,9 +192,18 @@ class Pools:
                 held.state = "ready"
                 self.store.set_state(held.name, "ready")
                 log.info("skyward.server_pool_ready", pool=held.name, nodes=pool.current_nodes())
+                self._hold(held.name, pool)
         finally:
             held.last_used = time.time()
             held.started.set()
+
+    @staticmethod
+    def _hold(name: str, pool: Pool) -> None:
+        """A cloud pool's machines recorded for `restore` after a crash (`Pool.hold_machines`)."""
+        try:
+            pool.hold_machines()
+        except Exception as error:  # noqa: BLE001 - only a crash's recovery is lost: logged
+            structlog.get_logger().warning("skyward.server_hold_failed", pool=name, error=mask(str(error)))
 
     def _record(self, held: Held, event: Any) -> None:
         """Keep a pool's event in its history; of its metric samples only each one's latest (in
@@ -257,18 +266,26 @@ class Pools:
     def restore(self) -> dict[str, list[str]]:
         """What a server that died left in the store, taken up again: `{"adopted": [...], "ended": [...]}`.
 
-        Pools on machines that outlive the server and can be reached again, Local and SSH, are
-        started again under the same name: on SSH that is the same node folders on the same hosts
-        (venv reused, and the guardian's lease renewed before it lapses). A pool on any other
-        provider is not reconnected to: its machines, found by the pool's mark, are ended through
-        the provider's sweeper (`sky down NAME` does the same), and its guardians end whatever the
-        sweeper could not reach `ttl` after the server died. See docs/server.md.
+        Pools on machines that outlive the server and can be reached again are started again
+        under the same name: Local and SSH pools on the same node folders of the same hosts (venv
+        reused, the guardian's lease renewed before it lapses), and a cloud pool whose provider
+        held its machines' record (AWS, RunPod: `Pool.hold_machines`) on those machines, adopted
+        as a lingering pool's are (`providers/linger.py`) if their guardians have not ended them
+        yet (else on new ones). A pool on any other provider is not reconnected to: its machines,
+        found by the pool's mark, are ended through the provider's sweeper (`sky down NAME` does
+        the same), and its guardians end whatever the sweeper could not reach `ttl` after the
+        server died. See docs/server.md.
         """
+        from skyward.providers import linger
+
         adopted: list[str] = []
         ended: list[str] = []
         for row in self.store.pools():
             self.store.drop_pool(row.name)
-            if row.state not in ("stopping", "failed") and _provider_name(row.config) in ADOPTABLE:
+            live = row.state not in ("stopping", "failed")
+            ttl = float(row.config.get("ttl", 600) or 0)
+            held = live and linger.release_held(row.name, time.time() + ttl)
+            if live and (_provider_name(row.config) in ADOPTABLE or held):
                 try:
                     self.create(row.name, row.config)
                 except RequestError as error:
@@ -278,6 +295,7 @@ class Pools:
                     adopted.append(row.name)
                     continue
             if _provider_name(row.config) not in ADOPTABLE:
+                linger.forget([row.name])
                 end_machines(row.name, row.config)
             ended.append(row.name)
         structlog.get_logger().info("skyward.server_restored", adopted=adopted, ended=ended)
