@@ -78,6 +78,43 @@ def test_a_script_attaches_to_the_servers_pool_by_name(server: Server, shared: s
     assert seen["seconds"] < 5  # no provisioning, no bootstrap (benchmarks/server_attach.py times it)
 
 
+GATED = """
+import os, sys
+import skyward as sky
+
+@sky.function
+def gated(path):
+    import os, time
+    yield "first"
+    deadline = time.time() + 30
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.05)
+    yield "opened" if os.path.exists(path) else "timed out"
+
+@sky.function
+def square(x):
+    return x * x
+
+with sky.Compute(name="shared") as pool:
+    items = gated(sys.argv[1]) >> pool
+    print(next(items), flush=True)
+    open(sys.argv[1], "w").close()  # the generator's second item waits for this
+    print(next(items), list(items), flush=True)
+    print(sorted(sky.gather(square(2), square(3), stream=True, ordered=False) >> pool))
+"""
+
+
+def test_a_generators_items_reach_an_attached_script_while_it_still_runs(
+    server: Server, shared: str, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    command = [sys.executable, "-c", GATED, str(gate)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=server.root,
+                          env={**server.env, "SKYWARD_SERVER_URL": server.url})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["first", "opened []", "[4, 9]"]
+
+
 def test_leaving_the_block_detaches_and_the_pool_stays(server: Server, shared: str) -> None:
     assert python(server, CLIENT, SKYWARD_SERVER_URL=server.url).returncode == 0
     described = json.loads(server.sky("compute", "get", shared, "--json").stdout)

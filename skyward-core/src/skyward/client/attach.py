@@ -9,10 +9,10 @@ detaches: the pool stays on the server. A server that holds no such pool leaves 
 start a pool of its own, as without a server; a server named with `Options(server=...)` that
 cannot be reached is an error, one found only through the environment a warning.
 
-What differs from a pool of one's own: a generator's items and a streamed `sky.gather` come back
-as one list when the call ends (not item by item), events are the server's (`pool.on` is refused),
-and `resize` is not offered. A function defined in a module of the project (not installed) is
-shipped by value, so the server need not import the project.
+A generator's items and a streamed `sky.gather`'s results arrive item by item, as with a pool of
+one's own (the server streams them: `dispatch_stream`). What differs: events are the server's
+(`pool.on` is refused), and `resize` is not offered. A function defined in a module of the
+project (not installed) is shipped by value, so the server need not import the project.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import os
 import sys
 import urllib.parse
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import cloudpickle
@@ -84,12 +84,32 @@ class AttachedPool:
         self._token: Any = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
 
+    @property
+    def _path(self) -> str:
+        return f"/v1/pools/{urllib.parse.quote(self.name, safe='')}/call"
+
     def _call(self, kind: str, payload: Any, target: Any, fn: Any) -> Any:
-        path = f"/v1/pools/{urllib.parse.quote(self.name, safe='')}/call"
-        status, value = cloudpickle.loads(self.client.call_pickled(path, _dumps((kind, payload, target), fn)))
+        answer = self.client.call_pickled(self._path, _dumps((kind, payload, target), fn))
+        status, value = cloudpickle.loads(answer)
         if status == "error":
             raise value
         return value
+
+    def _stream(self, kind: str, payload: Any, target: Any, fn: Any) -> Iterator[Any]:
+        """The call is sent now; its items are read as the server streams them."""
+        frames = self.client.frames(self._path + "?stream=1", _dumps((kind, payload, target), fn))
+
+        def items() -> Iterator[Any]:
+            for frame in frames:
+                status, value = cloudpickle.loads(frame)
+                if status == "item":
+                    yield value
+                elif status == "error":
+                    raise value
+                else:
+                    return
+
+        return items()
 
     # -- lifecycle: attaching and detaching; the pool itself stays on the server -----------------------
 
@@ -113,8 +133,9 @@ class AttachedPool:
     # -- dispatch ------------------------------------------------------------------------------------
 
     def run(self, pending: PendingFunction[Any], *, target: int | str | None = None) -> Any:
-        value = self._call("run", _pending(pending), target, pending.fn)
-        return iter(value) if isinstance(value, list) and _is_generator(pending) else value
+        if _is_generator(_pending(pending)):
+            return self._stream("run", pending, target, pending.fn)
+        return self._call("run", _pending(pending), target, pending.fn)
 
     def run_async(self, pending: PendingFunction[Any], *, target: int | str | None = None
                   ) -> concurrent.futures.Future[Any]:
@@ -126,8 +147,10 @@ class AttachedPool:
         return list(self._call("broadcast", _pending(pending), None, pending.fn))
 
     def run_parallel(self, group: PendingFunctionGroup) -> Any:
-        value = self._call("parallel", group, None, group.items[0].fn if group.items else None)
-        return iter(value) if group.stream else value
+        fn = group.items[0].fn if group.items else None
+        if group.stream:
+            return self._stream("parallel", group, None, fn)
+        return self._call("parallel", group, None, fn)
 
     def map(self, fn: Callable[..., Any], items: Iterable[Any]) -> list[Any]:
         return list(self._call("map", (fn, list(items)), None, unwrap_function(fn)))

@@ -84,6 +84,27 @@ class Client:
         finally:
             connection.close()
 
+    def frames(self, path: str, data: bytes) -> Iterator[bytes]:
+        """POST `data` and read the answer as length-prefixed frames (4 bytes big-endian, then the
+        frame), each as soon as it arrives. The request is sent now; the frames are read lazily."""
+        connection, response = self._send("POST", path, data, timeout=None)
+
+        def read() -> Iterator[bytes]:
+            try:
+                while True:
+                    head = response.read(4)
+                    if len(head) < 4:
+                        return
+                    size = int.from_bytes(head, "big")
+                    frame = response.read(size)
+                    if len(frame) < size:
+                        raise ServerError(f"the Skyward server at {self.url} cut a streamed answer short")
+                    yield frame
+            finally:
+                connection.close()
+
+        return read()
+
     def stream(self, method: str, path: str, body: Any = None) -> Iterator[dict[str, Any]]:
         """The JSON lines of a streamed response, each as soon as it arrives."""
         connection, response = self._send(method, path, body, timeout=None)

@@ -43,7 +43,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skyward._version import __version__
-from skyward.server.dispatch import dispatch
+from skyward.server.dispatch import dispatch, dispatch_stream
 from skyward.server.pools import Cancel, NotFound, Pools, RequestError
 
 #: How often idle pools are looked for.
@@ -134,6 +134,9 @@ def create_app(pools: Pools, token: str, info: dict[str, Any]) -> ASGIApp:
     async def call(request: Request) -> Response:
         try:
             data = await request.body()
+            if request.query_params.get("stream") == "1":
+                frames = await run_in_threadpool(dispatch_stream, pools, request.path_params["name"], data)
+                return StreamingResponse(frames, media_type="application/octet-stream")
             answer = await run_in_threadpool(dispatch, pools, request.path_params["name"], data)
         except RequestError as error:
             return _error(error)

@@ -4,8 +4,11 @@ A script that opens `sky.Compute(name=NAME)` while the server holds NAME sends e
 as one pickle, `(kind, payload, target)`: `run` (a pending call, and its `target=`), `broadcast`,
 `parallel` (a `sky.gather` group) or `map` (`(fn, items)`). The server makes the same call on its
 `Pool` and sends back a pickle of `("ok", value)` or `("error", exception)`, which the client
-returns or raises. A generator's items and a streamed group's results come back as one list.
-Each call is kept in the pool's history (the store's `runs`: `run: train`, exit code 0 or 1).
+returns or raises. A call whose answer is a stream (a generator function's `run`, a
+`sky.gather(..., stream=True)`) is asked for with `?stream=1` and answered by `dispatch_stream`
+as it comes: one length-prefixed frame per item (`("item", value)`), then `("ok", None)` or
+`("error", exception)`. Each call is kept in the pool's history (the store's `runs`:
+`run: train`, exit code 0 or 1).
 
 Unpickling what a client sent runs code in the server, as a script run runs code on the nodes:
 both need the token, and the token is the whole of the trust (see docs/server.md).
@@ -14,6 +17,7 @@ both need the token, and the token is the whole of the trust (see docs/server.md
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import cloudpickle
@@ -45,21 +49,54 @@ def _named(kind: str, payload: Any) -> str:
     return str(getattr(payload, "name", "?"))
 
 
-def dispatch(pools: Pools, name: str, data: bytes) -> bytes:
-    """Run one pickled call on the pool `name`; the pickled outcome."""
-    held, _ = pools.targets(name, "head")  # a pool that is not ready is the request's error
+def _load(pools: Pools, name: str, data: bytes) -> tuple[Any, tuple[str, Any, Any] | bytes]:
+    """The pool `name` and the call in `data`, or the pickled error that answers a call the
+    server cannot load; a pool that is not ready, or an unknown kind, is the request's error."""
+    held, _ = pools.targets(name, "head")
     try:
         kind, payload, target = cloudpickle.loads(data)
     except Exception as error:  # noqa: BLE001 - a function the server cannot load is the caller's error
-        return cloudpickle.dumps(("error", RuntimeError(
+        return held, cloudpickle.dumps(("error", RuntimeError(
             f"the server could not load the call ({type(error).__name__}: {error}); a function from a "
             "module the server cannot import must be defined in the script, or the module installed"
         )))
     if kind not in KINDS:
         raise RequestError(f"unknown call {kind!r}; one of {', '.join(KINDS)}")
-    held.running += 1
-    node = "all" if kind == "broadcast" else "any" if target is None else str(target)
-    record = pools.store.run_started(name, f"{kind}: {_named(kind, payload)}", [], node)
+    return held, (kind, payload, target)
+
+
+def _pickled(kind: str, outcome: tuple[str, Any]) -> bytes:
+    try:
+        return cloudpickle.dumps(outcome)
+    except Exception as error:  # noqa: BLE001 - the value itself does not travel
+        return cloudpickle.dumps(("error", RuntimeError(
+            f"the result of {kind} cannot be sent back ({type(error).__name__}: {error})"
+        )))
+
+
+class _Accounted:
+    """One call in the pool's history and its busy count, from its start to its end."""
+
+    def __init__(self, pools: Pools, name: str, held: Any, kind: str, payload: Any, target: Any) -> None:
+        self.pools, self.name, self.held = pools, name, held
+        node = "all" if kind == "broadcast" else "any" if target is None else str(target)
+        held.running += 1
+        self.record = pools.store.run_started(name, f"{kind}: {_named(kind, payload)}", [], node)
+
+    def end(self, code: int) -> None:
+        self.held.running -= 1
+        self.held.last_used = time.time()
+        self.pools.store.touch(self.name)
+        self.pools.store.run_ended(self.record, code)
+
+
+def dispatch(pools: Pools, name: str, data: bytes) -> bytes:
+    """Run one pickled call on the pool `name`; the pickled outcome."""
+    held, call = _load(pools, name, data)
+    if isinstance(call, bytes):
+        return call
+    kind, payload, target = call
+    accounted = _Accounted(pools, name, held, kind, payload, target)
     code = 1
     try:
         outcome: tuple[str, Any] = ("ok", _call(held.pool, kind, payload, target))
@@ -67,13 +104,37 @@ def dispatch(pools: Pools, name: str, data: bytes) -> bytes:
     except Exception as error:  # noqa: BLE001 - raised again in the caller's process
         outcome = ("error", error)
     finally:
-        held.running -= 1
-        held.last_used = time.time()
-        pools.store.touch(name)
-        pools.store.run_ended(record, code)
+        accounted.end(code)
+    return _pickled(kind, outcome)
+
+
+def _frame(kind: str, outcome: tuple[str, Any]) -> bytes:
+    body = _pickled(kind, outcome)
+    return len(body).to_bytes(4, "big") + body
+
+
+def dispatch_stream(pools: Pools, name: str, data: bytes) -> Iterator[bytes]:
+    """Run one pickled streaming call on the pool `name`; its frames, each as its item arrives.
+    What is refused (a pool that is not ready) is raised here, before any frame."""
+    held, call = _load(pools, name, data)
+    if isinstance(call, bytes):
+        return iter([len(call).to_bytes(4, "big") + call])
+    kind, payload, target = call
+    if kind not in ("run", "parallel"):
+        raise RequestError(f"a {kind} call is not streamed; send it without ?stream=1")
+    return _streamed(pools, name, held, kind, payload, target)
+
+
+def _streamed(pools: Pools, name: str, held: Any, kind: str, payload: Any, target: Any) -> Iterator[bytes]:
+    accounted = _Accounted(pools, name, held, kind, payload, target)
+    code = 1
     try:
-        return cloudpickle.dumps(outcome)
-    except Exception as error:  # noqa: BLE001 - the value itself does not travel
-        return cloudpickle.dumps(("error", RuntimeError(
-            f"the result of {kind} cannot be sent back ({type(error).__name__}: {error})"
-        )))
+        items = held.pool.run(payload, target=target) if kind == "run" else held.pool.run_parallel(payload)
+        for item in items:
+            yield _frame(kind, ("item", item))
+        code = 0
+        yield _frame(kind, ("ok", None))
+    except Exception as error:  # noqa: BLE001 - raised again in the caller's process
+        yield _frame(kind, ("error", error))
+    finally:
+        accounted.end(code)
