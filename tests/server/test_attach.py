@@ -115,6 +115,23 @@ def test_a_generators_items_reach_an_attached_script_while_it_still_runs(
     assert done.stdout.splitlines() == ["first", "opened []", "[4, 9]"]
 
 
+def test_an_attached_script_resizes_the_servers_pool(server: Server) -> None:
+    assert server.sky("compute", "create", "elastic", "--provider", "local", "--nodes", "1").returncode == 0
+    code = """
+        import skyward as sky
+        with sky.Compute(name="elastic") as pool:
+            pool.resize(2)
+            print(pool.current_nodes())
+    """
+    try:
+        done = python(server, code, SKYWARD_SERVER_URL=server.url)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["2"]
+        assert json.loads(server.sky("compute", "get", "elastic", "--json").stdout)["nodes"] == 2
+    finally:
+        server.sky("compute", "delete", "elastic")
+
+
 def test_leaving_the_block_detaches_and_the_pool_stays(server: Server, shared: str) -> None:
     assert python(server, CLIENT, SKYWARD_SERVER_URL=server.url).returncode == 0
     described = json.loads(server.sky("compute", "get", shared, "--json").stdout)

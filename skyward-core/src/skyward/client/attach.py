@@ -10,8 +10,8 @@ start a pool of its own, as without a server; a server named with `Options(serve
 cannot be reached is an error, one found only through the environment a warning.
 
 A generator's items and a streamed `sky.gather`'s results arrive item by item, as with a pool of
-one's own (the server streams them: `dispatch_stream`). What differs: events are the server's
-(`pool.on` is refused), and `resize` is not offered. A function defined in a module of the
+one's own (the server streams them: `dispatch_stream`), and `resize` resizes the server's pool.
+What differs: events are the server's (`pool.on` is refused). A function defined in a module of the
 project (not installed) is shipped by value, so the server need not import the project.
 """
 
@@ -157,6 +157,10 @@ class AttachedPool:
 
     def current_nodes(self) -> int:
         return int(self.client.get(self.name)["nodes"])
+
+    def resize(self, nodes: int | Any) -> None:
+        """Grow or shrink the server's pool (for every script attached to it): `Pool.resize`."""
+        self._call("resize", nodes, None, None)
 
     def on(self, event_type: type[Any], handler: Callable[[Any], None]) -> Callable[[], None]:
         raise ConfigurationError(

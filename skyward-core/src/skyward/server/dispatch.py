@@ -2,8 +2,8 @@
 
 A script that opens `sky.Compute(name=NAME)` while the server holds NAME sends each dispatch here
 as one pickle, `(kind, payload, target)`: `run` (a pending call, and its `target=`), `broadcast`,
-`parallel` (a `sky.gather` group) or `map` (`(fn, items)`). The server makes the same call on its
-`Pool` and sends back a pickle of `("ok", value)` or `("error", exception)`, which the client
+`parallel` (a `sky.gather` group), `map` (`(fn, items)`) or `resize` (a node count or
+`sky.Nodes`). The server makes the same call on its `Pool` and sends back a pickle of `("ok", value)` or `("error", exception)`, which the client
 returns or raises. A call whose answer is a stream (a generator function's `run`, a
 `sky.gather(..., stream=True)`) is asked for with `?stream=1` and answered by `dispatch_stream`
 as it comes: one length-prefixed frame per item (`("item", value)`), then `("ok", None)` or
@@ -24,7 +24,7 @@ import cloudpickle
 
 from skyward.server.pools import Pools, RequestError
 
-KINDS = ("run", "broadcast", "parallel", "map")
+KINDS = ("run", "broadcast", "parallel", "map", "resize")
 
 
 def _call(pool: Any, kind: str, payload: Any, target: Any) -> Any:
@@ -36,6 +36,9 @@ def _call(pool: Any, kind: str, payload: Any, target: Any) -> Any:
     if kind == "parallel":
         value = pool.run_parallel(payload)
         return list(value) if payload.stream else value
+    if kind == "resize":
+        pool.resize(payload)
+        return pool.current_nodes()
     fn, items = payload
     return pool.map(fn, items)
 
@@ -46,6 +49,8 @@ def _named(kind: str, payload: Any) -> str:
         return "gather(" + ", ".join(getattr(p, "name", "?") for p in payload.items) + ")"
     if kind == "map":
         return getattr(payload[0], "__name__", "?")
+    if kind == "resize":
+        return str(getattr(payload, "desired", payload))
     return str(getattr(payload, "name", "?"))
 
 
