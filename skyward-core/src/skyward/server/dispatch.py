@@ -3,12 +3,12 @@
 A script that opens `sky.Compute(name=NAME)` while the server holds NAME sends each dispatch here
 as one pickle, `(kind, payload, target)`: `run` (a pending call, and its `target=`), `broadcast`,
 `parallel` (a `sky.gather` group), `map` (`(fn, items)`) or `resize` (a node count or
-`sky.Nodes`). The server makes the same call on its `Pool` and sends back a pickle of `("ok", value)` or `("error", exception)`, which the client
-returns or raises. A call whose answer is a stream (a generator function's `run`, a
-`sky.gather(..., stream=True)`) is asked for with `?stream=1` and answered by `dispatch_stream`
-as it comes: one length-prefixed frame per item (`("item", value)`), then `("ok", None)` or
-`("error", exception)`. Each call is kept in the pool's history (the store's `runs`:
-`run: train`, exit code 0 or 1).
+`sky.Nodes`). The server makes the same call on its `Pool` and sends back a pickle of
+`("ok", value)` or `("error", exception)`, which the client returns or raises. A call whose
+answer is a stream (a generator function's `run`, a `sky.gather(..., stream=True)`) is asked for
+with `?stream=1` and answered by `dispatch_stream` as it comes: one length-prefixed frame per item
+(`("item", value)`), then `("ok", None)` or `("error", exception)`. Each call is kept in the
+pool's history (the store's `runs`: `run: train`, exit code 0 or 1).
 
 Unpickling what a client sent runs code in the server, as a script run runs code on the nodes:
 both need the token, and the token is the whole of the trust (see docs/server.md).
