@@ -132,6 +132,32 @@ def test_an_attached_script_resizes_the_servers_pool(server: Server) -> None:
         server.sky("compute", "delete", "elastic")
 
 
+def test_pool_on_in_an_attached_script_sees_the_servers_task_events(server: Server, shared: str) -> None:
+    code = """
+        import time
+        import skyward as sky
+
+        @sky.function
+        def double(x):
+            return 2 * x
+
+        seen = []
+        with sky.Compute(name="shared") as pool:
+            off = pool.on(sky.TaskCompleted, lambda event: seen.append(event.name))
+            results = [double(i) >> pool for i in range(3)]
+            deadline = time.time() + 10
+            while len(seen) < 3 and time.time() < deadline:
+                time.sleep(0.05)
+            off()
+            double(9) >> pool
+            time.sleep(0.5)
+        print(results, seen, type(pool).__name__)
+    """
+    done = python(server, code, SKYWARD_SERVER_URL=server.url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "[0, 2, 4] ['double', 'double', 'double'] AttachedPool"
+
+
 def test_leaving_the_block_detaches_and_the_pool_stays(server: Server, shared: str) -> None:
     assert python(server, CLIENT, SKYWARD_SERVER_URL=server.url).returncode == 0
     described = json.loads(server.sky("compute", "get", shared, "--json").stdout)

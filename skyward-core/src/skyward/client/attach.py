@@ -10,8 +10,9 @@ start a pool of its own, as without a server; a server named with `Options(serve
 cannot be reached is an error, one found only through the environment a warning.
 
 A generator's items and a streamed `sky.gather`'s results arrive item by item, as with a pool of
-one's own (the server streams them: `dispatch_stream`), and `resize` resizes the server's pool.
-What differs: events are the server's (`pool.on` is refused). A function defined in a module of the
+one's own (the server streams them: `dispatch_stream`); `resize` resizes the server's pool, and
+`pool.on` subscribes to its live events (`skyward.server.feed`): those of every script attached
+to it, since the pool is shared. A function defined in a module of the
 project (not installed) is shipped by value, so the server need not import the project.
 """
 
@@ -20,16 +21,18 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import sys
+import threading
 import urllib.parse
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import cloudpickle
+import structlog
 
 from skyward import active
 from skyward.client import server_home
-from skyward.client.server_api import Client, ServerError
+from skyward.client.server_api import Client, FrameStream, ServerError
 from skyward.errors import ConfigurationError
 from skyward.function import PendingFunction, PendingFunctionGroup, not_a_call, unwrap_function
 
@@ -83,6 +86,11 @@ class AttachedPool:
         self.client = client
         self._token: Any = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        #: `pool.on` handlers, and the subscription to the server's events that feeds them.
+        self._handlers: list[tuple[type[Any], Callable[[Any], None]]] = []
+        self._events: FrameStream | None = None
+        self._listener: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     @property
     def _path(self) -> str:
@@ -108,6 +116,8 @@ class AttachedPool:
                     raise value
                 else:
                     return
+            raise ServerError(f"the server at {self.client.url} ended {kind}'s stream before its end; "
+                              f"see `sky compute get {self.name}`")
 
         return items()
 
@@ -129,6 +139,14 @@ class AttachedPool:
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
+        with self._lock:
+            events, listener = self._events, self._listener
+            self._events = self._listener = None
+            self._handlers.clear()
+        if events is not None:
+            events.close()
+        if listener is not None:
+            listener.join(5)
 
     # -- dispatch ------------------------------------------------------------------------------------
 
@@ -163,10 +181,40 @@ class AttachedPool:
         self._call("resize", nodes, None, None)
 
     def on(self, event_type: type[Any], handler: Callable[[Any], None]) -> Callable[[], None]:
-        raise ConfigurationError(
-            f"pool {self.name!r} is held by the server at {self.client.url}: its events are the "
-            f"server's; follow them in the server's log, or start a pool of this script's own"
-        )
+        """Call `handler` for every event of `event_type` the server's pool emits from now on
+        (every attached script's tasks included), on a thread of this process; returns what
+        unsubscribes it. The first call subscribes to the server's event stream."""
+        entry = (event_type, handler)
+        with self._lock:
+            self._handlers.append(entry)
+            if self._events is None:
+                self._events = self.client.frames(self._path.rsplit("/", 1)[0] + "/events")
+                frames = iter(self._events)
+                next(frames, None)  # the empty frame: subscribed, nothing emitted from now on is missed
+                self._listener = threading.Thread(target=self._listen, args=(frames,), daemon=True,
+                                                  name=f"skyward-events-{self.name}")
+                self._listener.start()
+
+        def off() -> None:
+            with self._lock:
+                if entry in self._handlers:
+                    self._handlers.remove(entry)
+
+        return off
+
+    def _listen(self, frames: Iterator[bytes]) -> None:
+        log = structlog.get_logger()
+        for frame in frames:
+            if not frame:
+                continue
+            event = cloudpickle.loads(frame)
+            with self._lock:
+                handlers = [h for t, h in self._handlers if isinstance(event, t)]
+            for handler in handlers:
+                try:
+                    handler(event)
+                except Exception as error:  # noqa: BLE001 - a handler's bug must not end the feed
+                    log.warning("skyward.event_handler_failed", pool=self.name, error=str(error))
 
     def __repr__(self) -> str:
         return f"<sky.Pool {self.name} attached to {self.client.url}>"

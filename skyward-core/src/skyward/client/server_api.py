@@ -8,8 +8,10 @@ costs no import of uvicorn; `call_pickled` is what an attached pool (`skyward.cl
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -84,26 +86,11 @@ class Client:
         finally:
             connection.close()
 
-    def frames(self, path: str, data: bytes) -> Iterator[bytes]:
-        """POST `data` and read the answer as length-prefixed frames (4 bytes big-endian, then the
-        frame), each as soon as it arrives. The request is sent now; the frames are read lazily."""
-        connection, response = self._send("POST", path, data, timeout=None)
-
-        def read() -> Iterator[bytes]:
-            try:
-                while True:
-                    head = response.read(4)
-                    if len(head) < 4:
-                        return
-                    size = int.from_bytes(head, "big")
-                    frame = response.read(size)
-                    if len(frame) < size:
-                        raise ServerError(f"the Skyward server at {self.url} cut a streamed answer short")
-                    yield frame
-            finally:
-                connection.close()
-
-        return read()
+    def frames(self, path: str, data: bytes | None = None) -> FrameStream:
+        """POST `data` (GET without it) and read the answer as length-prefixed frames, each as soon
+        as it arrives. The request is sent now; the frames are read as the stream is iterated."""
+        connection, response = self._send("GET" if data is None else "POST", path, data, timeout=None)
+        return FrameStream(self.url, connection, response)
 
     def stream(self, method: str, path: str, body: Any = None) -> Iterator[dict[str, Any]]:
         """The JSON lines of a streamed response, each as soon as it arrives."""
@@ -166,6 +153,38 @@ class Client:
 
     def runs(self, name: str) -> list[dict[str, Any]]:
         return list(self.call("GET", f"/v1/pools/{_quote(name)}/runs")["runs"])
+
+
+class FrameStream:
+    """A response of length-prefixed frames (4 bytes big-endian, then the frame), read lazily;
+    `close()` ends it from any thread (a reader blocked on it gets the end of the stream)."""
+
+    def __init__(self, url: str, connection: http.client.HTTPConnection, response: http.client.HTTPResponse
+                 ) -> None:
+        self.url, self._connection, self._response = url, connection, response
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            while True:
+                head = self._response.read(4)
+                if len(head) < 4:
+                    return
+                size = int.from_bytes(head, "big")
+                frame = self._response.read(size)
+                if len(frame) < size:
+                    raise ServerError(f"the Skyward server at {self.url} cut a streamed answer short")
+                yield frame
+        except (OSError, ValueError, http.client.HTTPException):
+            return  # closed under us (`close`), or the server went away
+        finally:
+            self._connection.close()
+
+    def close(self) -> None:
+        sock = self._connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._connection.close()
 
 
 def _quote(name: str) -> str:

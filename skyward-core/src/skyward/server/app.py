@@ -19,6 +19,8 @@ Routes (JSON in and out; errors are `{"error": "..."}` with a 4xx status):
   `GET /v1/pools/NAME/files?path=P&node=N` (a tar.gz answer): `sky compute upload|download`;
 - `POST /v1/pools/NAME/call`: one dispatch of an attached Python client, a pickle in and out
   (`skyward.server.dispatch`).
+- `GET /v1/pools/NAME/events`: the pool's live events as pickled frames, for an attached client's
+  `pool.on` (`skyward.server.feed`).
 
 The token check is a plain ASGI middleware in front of every route, so no route can forget it:
 a request without `Authorization: Bearer <token>` (compared in constant time) gets 401.
@@ -142,6 +144,13 @@ def create_app(pools: Pools, token: str, info: dict[str, Any]) -> ASGIApp:
             return _error(error)
         return Response(answer, media_type="application/octet-stream")
 
+    async def events(request: Request) -> Response:
+        try:
+            feed = pools.feed(request.path_params["name"])
+        except RequestError as error:
+            return _error(error)
+        return StreamingResponse(feed.frames(), media_type="application/octet-stream")
+
     async def runs(request: Request) -> Response:
         name = request.path_params["name"]
         return JSONResponse({"pool": name, "runs": pools.store.runs(name)})
@@ -223,6 +232,7 @@ def create_app(pools: Pools, token: str, info: dict[str, Any]) -> ASGIApp:
         Route("/v1/pools/{name}/run", run_script, methods=["POST"]),
         Route("/v1/pools/{name}/runs", runs, methods=["GET"]),
         Route("/v1/pools/{name}/call", call, methods=["POST"]),
+        Route("/v1/pools/{name}/events", events, methods=["GET"]),
         Route("/v1/pools/{name}/history", history, methods=["GET"]),
         Route("/v1/pools/{name}/view", view, methods=["GET"]),
         Route("/v1/pools/{name}/files", upload, methods=["PUT"]),

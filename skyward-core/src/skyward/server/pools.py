@@ -32,6 +32,7 @@ from skyward.errors import SkywardError
 from skyward.function import function
 from skyward.observe.events import Event, Log, Metric
 from skyward.secrets import mask
+from skyward.server.feed import EventFeed
 from skyward.server.files import pack, unpack
 from skyward.server.script import run_script
 from skyward.server.store import Store
@@ -97,6 +98,8 @@ class Held:
     started: threading.Event = attrs.field(factory=threading.Event)
     #: node -> metric name -> its latest sample (`{"value", "unit"}`).
     metrics: dict[str, dict[str, dict[str, Any]]] = attrs.field(factory=dict)
+    #: Attached scripts' subscriptions to the pool's live events (`pool.on` in a script).
+    feed: EventFeed = attrs.field(factory=EventFeed)
 
     def describe(self) -> dict[str, Any]:
         spec = self.pool.spec if self.pool is not None and self.state == "ready" else None
@@ -209,6 +212,7 @@ class Pools:
         """Keep a pool's event in its history; of its metric samples only each one's latest (in
         memory, for `sky compute view`); its output lines not at all."""
         name = held.name
+        held.feed.publish(event)
         if isinstance(event, Metric):
             samples = held.metrics.setdefault(str(event.node), {})
             samples[event.name] = {"value": event.value, "unit": event.unit}
@@ -330,6 +334,10 @@ class Pools:
 
     def get(self, name: str) -> dict[str, Any]:
         return self._get(name).describe()
+
+    def feed(self, name: str) -> EventFeed:
+        """The live events of the pool `name` (held, whatever its state)."""
+        return self._get(name).feed
 
     def metrics(self, name: str) -> dict[str, dict[str, dict[str, Any]]]:
         """The latest sample of each metric, by node."""
