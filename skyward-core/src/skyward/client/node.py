@@ -16,6 +16,7 @@ from skyward.wire import Frame, Kind, Undecodable, as_kind
 
 if TYPE_CHECKING:
     from skyward.client.tasks import TaskState
+    from skyward.observe.tally import TaskTally
     from skyward.providers.base import Instance
     from skyward.task.instance import InstanceInfo
     from skyward.transport.base import Channel
@@ -47,6 +48,7 @@ class NodeHandle:
         key: int | None = None,
         listens: Callable[[type[Any]], bool] = lambda _: True,
         pool: str = "",
+        tally: TaskTally | None = None,
     ) -> None:
         self.index = index
         #: The scheduler's key: the global worker index (the node index with one worker per node).
@@ -79,6 +81,8 @@ class NodeHandle:
         self._loop = asyncio.get_running_loop()
         # A TaskCompleted nobody receives is not worth building for every task.
         self._listens = listens
+        #: Where a task nobody wants the events of is counted instead (`EventBus.tally`).
+        self._tally = tally
         #: The pool's name, on every event this node emits.
         self.pool = pool
         #: Where a HEALTH frame goes: `(check id, (healthy, detail))` (client/health.py).
@@ -169,6 +173,8 @@ class NodeHandle:
         """
         if self._listens(TaskStarted):  # once per task: build the event only for a listener
             self.emit(TaskStarted(task_id=task.id, name=task.name, node=self.index, pool=self.pool))
+        elif self._tally is not None:
+            self._tally.start()  # counted only: the console reads counts, not events
 
     def send_now(self, task: TaskState, call: bool = False) -> bool:
         """Write `task` from the caller's thread (`Dispatcher._dispatch_now`); the loop registers it later.
@@ -425,8 +431,10 @@ class NodeHandle:
         return task
 
     def _completed(self, task: TaskState, success: bool, error: str = "") -> None:
-        if not self._listens(TaskCompleted):
-            return
+        if success and not self._listens(TaskCompleted):
+            if self._tally is not None:
+                self._tally.finish(True)
+            return  # a failure is built whatever listens: the console shows every failure
         self.emit(
             TaskCompleted(
                 task_id=task.id, name=task.name, node=self.index, success=success,

@@ -11,7 +11,10 @@ Tasks are counted, not narrated: "log" prints a progress line (done, failed, run
 most every `PROGRESS_INTERVAL` seconds while tasks complete, and every failure as it happens; a
 line per task start and end only with `task_detail` (the pool sets it when its log level is
 DEBUG). A pool of 10,000 short tasks would otherwise print 20,000 lines and spend more time
-writing them than running the tasks.
+writing them than running the tasks. Attached to a bus, the console reads those counts from the
+bus's `TaskTally` and subscribes without task events (`counting_tasks`), so a pool builds no
+`TaskStarted`/`TaskCompleted` for the console alone (that cost a map of no-ops half its rate); the
+rich console's spinner reads the running count when it draws, four times a second.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import attrs
 from skyward.observe import events as ev
 from skyward.observe.dashboard import Meters, format_duration
 from skyward.observe.live import LiveArea, View
+from skyward.observe.tally import PROGRESS_INTERVAL as PROGRESS_INTERVAL
+from skyward.observe.tally import Progress, TaskTally
 from skyward.secrets import mask
 
 ConsoleMode = Literal["rich", "minimal", "log", "silent"]
@@ -34,8 +39,6 @@ ConsoleMode = Literal["rich", "minimal", "log", "silent"]
 __all__ = ["Console", "ConsoleMode", "format_duration", "resolve_mode"]
 
 _LEVEL_STYLES = {"INFO": "", "WARN": "yellow", "ERROR": "bold red"}
-#: Seconds between two task progress lines of the "log" console.
-PROGRESS_INTERVAL = 5.0
 
 
 def resolve_mode(mode: ConsoleMode | bool, stream: TextIO) -> ConsoleMode:
@@ -82,9 +85,10 @@ class Console:
         self.mode: ConsoleMode = resolve_mode(mode, self._stream)
         #: A line per task start and end ("log"), instead of a progress line now and then.
         self.task_detail = task_detail
-        #: When the last progress line was printed, and the tasks done and failed by then.
-        self._progress_at: float | None = None
-        self._progress_count = 0
+        #: Tasks as counts: the console's own while events are fed to `handle`, the bus's once attached.
+        self._tally = TaskTally()
+        self._attached = False
+        self._unwatch = self._watch(self._tally)
         self._lock = threading.RLock()
         self._total = 0
         self._requested_at: float | None = None
@@ -93,11 +97,8 @@ class Console:
         self._ready: set[int] = set()
         #: Each node's bootstrap phase in progress, and when it started.
         self._phase: dict[int, tuple[str, float]] = {}
-        self._running_tasks = 0
-        self._busy_since: float | None = None
         self._pool_ready = False
         self._shutting_down: float | None = None
-        self._tasks = {"done": 0, "failed": 0}
         self._meters = Meters()
         self._rich = None
         self._live: LiveArea | None = None
@@ -107,8 +108,26 @@ class Console:
             self._rich = RichConsole(file=self._stream, highlight=False, soft_wrap=True)
 
     def attach(self, bus: ev.EventBus) -> Callable[[], None]:
-        """Subscribe to every event on `bus`; returns the unsubscribe function."""
-        return bus.on(ev.Event, self.handle)
+        """Subscribe to every event on `bus`, tasks as its counts unless each task is printed;
+        returns the unsubscribe function."""
+        self._unwatch()
+        self._tally, self._attached = bus.tally, True
+        unwatch = self._unwatch = self._watch(bus.tally)
+        unsubscribe = bus.on(ev.Event, self.handle, counting_tasks=not self._narrates_tasks)
+
+        def detach() -> None:
+            unsubscribe()
+            unwatch()
+
+        return detach
+
+    @property
+    def _narrates_tasks(self) -> bool:
+        return self.mode == "log" and self.task_detail
+
+    def _watch(self, tally: TaskTally) -> Callable[[], None]:
+        """Read `tally`, and print its progress lines ("log" without `task_detail`)."""
+        return tally.watch(self._print_progress if self.mode == "log" and not self.task_detail else None)
 
     def close(self) -> None:
         """Stop and clear the live area (rich mode); safe to call more than once."""
@@ -122,9 +141,8 @@ class Console:
         if self.mode == "silent":
             return
         kind = type(event)
-        counted = self.mode != "rich" and not self.task_detail
-        if counted and (kind is ev.TaskStarted or kind is ev.TaskCompleted):
-            self._count_task(event)  # twice per task: counted, printed only now and then
+        if kind is ev.TaskStarted or kind is ev.TaskCompleted:
+            self._task(event)
             return
         with self._lock:
             line = self._describe(event)
@@ -210,24 +228,6 @@ class Console:
                 return _Line("WARN", f"node {node}: lost{_suffix(reason)}", milestone=True)
             case ev.InstanceDestroyed(node=node, instance_id=iid):
                 return _Line("INFO", f"node {node}: destroyed {iid}")
-            case ev.TaskStarted(task_id=tid, name=name, node=node):
-                if not self._running_tasks:
-                    self._busy_since = event.time
-                self._running_tasks += 1
-                if self.mode != "log" or not self.task_detail:
-                    return None
-                return _Line("INFO", f"task {name}#{tid} started on node {node}")
-            case ev.TaskCompleted(task_id=tid, name=name, node=node, success=ok, duration=d, error=err):
-                self._running_tasks = max(0, self._running_tasks - 1)
-                self._tasks["done" if ok else "failed"] += 1
-                if ok:
-                    if self.mode != "log":
-                        return None
-                    if self.task_detail:
-                        return _Line("INFO", f"task {name}#{tid} done on node {node} in {format_duration(d)}")
-                    return self._progress(event.time)
-                text = f"task {name}#{tid} failed on node {node} after {format_duration(d)}{_suffix(err)}"
-                return _Line("ERROR", text, milestone=True)
             case ev.TaskRetried(task_id=tid, name=name, node=node, attempt=n, reason=reason):
                 return _Line("WARN", f"task {name}#{tid} retry {n} on node {node}{_suffix(reason)}")
             case ev.Error(message=message, fatal=fatal, node=node):
@@ -248,38 +248,41 @@ class Console:
                 return _Line("INFO", text, milestone=True)
         return None
 
-    def _count_task(self, event: ev.Event) -> None:
-        """A task's start or end outside the rich console: count it; print a failure, or a
-        progress line when one is due."""
-        with self._lock:
-            if type(event) is ev.TaskStarted:
-                if not self._running_tasks:
-                    self._busy_since = event.time
-                self._running_tasks += 1
+    def _task(self, event: ev.Event) -> None:
+        """A task's start or end: counted (here only when fed by hand: attached, the bus counts it);
+        printed when it failed, or when each task is printed."""
+        narrated = self._narrates_tasks
+        match event:
+            case ev.TaskStarted(task_id=tid, name=name, node=node):
+                if not self._attached:
+                    self._tally.start(event.time)
+                if not narrated:
+                    return
+                line = _Line("INFO", f"task {name}#{tid} started on node {node}")
+            case ev.TaskCompleted(task_id=tid, name=name, node=node, success=ok, duration=d, error=err):
+                if not self._attached:
+                    self._tally.finish(ok, event.time)
+                if ok and not narrated:
+                    return
+                if ok:
+                    line = _Line("INFO", f"task {name}#{tid} done on node {node} in {format_duration(d)}")
+                else:
+                    text = f"task {name}#{tid} failed on node {node} after {format_duration(d)}{_suffix(err)}"
+                    line = _Line("ERROR", text, milestone=True)
+            case _:
                 return
-            if not event.success:  # type: ignore[attr-defined]
-                line = self._describe(event)  # counted there, and always printed
-            else:
-                self._running_tasks = max(0, self._running_tasks - 1)
-                self._tasks["done"] += 1
-                line = self._progress(event.time) if self.mode == "log" else None
-            if line is not None:
-                self._write(line, event.time)
+        with self._lock:
+            if self.mode == "rich":
+                self._refresh_live()
+            self._write(line, event.time)
 
-    def _progress(self, now: float) -> _Line | None:
-        """The "log" console's task progress line, when `PROGRESS_INTERVAL` has passed since the last
-        (the first one waits that long too: a handful of tasks needs no progress line)."""
-        if self._progress_at is None:
-            self._progress_at, self._progress_count = now, 0
-            return None
-        elapsed = now - self._progress_at
-        if elapsed < PROGRESS_INTERVAL:
-            return None
-        done, failed = self._tasks["done"], self._tasks["failed"]
-        rate = (done + failed - self._progress_count) / elapsed
-        self._progress_at, self._progress_count = now, done + failed
-        return _Line("INFO", f"tasks: {done:,} done, {failed:,} failed, {self._running_tasks:,} running "
-                             f"({rate:,.0f}/s)")
+    def _print_progress(self, progress: Progress) -> None:
+        """The "log" console's task progress line, when the tally says one is due (at most every
+        `PROGRESS_INTERVAL` seconds while tasks complete; none for a handful of tasks)."""
+        p = progress
+        text = f"tasks: {p.done:,} done, {p.failed:,} failed, {p.running:,} running ({p.per_second:,.0f}/s)"
+        with self._lock:
+            self._write(_Line("INFO", text), p.at)
 
     # --- output ----------------------------------------------------------------------------------
 
@@ -310,15 +313,18 @@ class Console:
         """
         if self._live is None:
             assert self._rich is not None
-            self._live = LiveArea(self._rich)
-        status, since = self._status_text()
+            self._live = LiveArea(self._rich, status=self._status_text)
         phases = tuple((node, phase, started) for node, (phase, started) in sorted(self._phase.items()))
         running = self._pool_ready and self._shutting_down is None
         rows = tuple(self._meters.rows()) if running else ()
-        self._live.show(View(status=status, since=since, phases=phases if status else (), rows=rows))
+        self._live.show(View(phases=phases, rows=rows))
 
     def _status_text(self) -> tuple[str | None, float | None]:
-        """The spinner's text and since when its step has lasted (None, None: nothing in progress)."""
+        """The spinner's text and since when its step has lasted (None, None: nothing in progress).
+
+        Read by the live area as it draws, on Rich's thread and without the console's lock: it reads
+        plain fields and counts, which the console and the tally replace or bump whole.
+        """
         if self._shutting_down is not None:
             return "shutting down...", self._shutting_down
         if self._requested_at is not None and not self._pool_ready:
@@ -326,13 +332,14 @@ class Console:
                      f"bootstrapped {self._count(self._bootstrapped)}",
                      f"ready {self._count(self._ready)}"]
             return "pool: " + ", ".join(parts), self._requested_at
-        if self._running_tasks:
-            return f"{self._running_tasks} task(s) running", self._busy_since
+        running = self._tally.running
+        if running:
+            return f"{running} task(s) running", self._tally.busy_since
         return None, None
 
     def _summary(self) -> str:
         """The end of the pool's story: its tasks and each node's utilisation (when it was sampled)."""
-        done, failed = self._tasks["done"], self._tasks["failed"]
+        done, failed = self._tally.done, self._tally.failed
         text = f"\ntasks: {done} done, {failed} failed" if done or failed else ""
         nodes = self._meters.summary()
         return text + "".join(f"\n{line}" for line in nodes)

@@ -27,6 +27,7 @@ from typing import Literal, TypeVar
 import attrs
 import structlog
 
+from skyward.observe.tally import TaskTally
 from skyward.secrets import MASK as MASK
 from skyward.secrets import mask_ordered, mask_secrets, masking_order, registered_secrets, registry_generation
 from skyward.task.instance import (
@@ -390,6 +391,8 @@ def _field_names(kind: type) -> tuple[str, ...]:
 class _Subscription:
     event_type: type[Event]
     handler: Callable[[Event], None]
+    #: Reads a task's start and successful end as counts (`EventBus.tally`), not as events.
+    counting: bool = False
 
 
 @attrs.define
@@ -410,28 +413,42 @@ class EventBus:
     #: The secrets to mask, longest first, and the (bus secrets, registry) state they were sorted for.
     _ordered: list[str] = attrs.field(factory=list, init=False)
     _ordered_for: tuple[int, int] = attrs.field(default=(-1, -1), init=False)
+    #: Every task, counted: by its node when no handler wants its events, else here as they pass.
+    tally: TaskTally = attrs.field(factory=lambda: TaskTally(counting=False), init=False)
+    #: `listens`'s answers, replaced by an empty dict after the subscriptions change.
+    _wanted: dict[type[Event], bool] = attrs.field(factory=dict, init=False)
 
-    def on(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
+    def on(
+        self, event_type: type[E], handler: Callable[[E], None], *, counting_tasks: bool = False
+    ) -> Callable[[], None]:
         """Call `handler` for every emitted event that is an instance of `event_type`.
 
         `on(Event, handler)` receives everything (this is what `on_event=` becomes). Returns a
         function that unsubscribes this registration; calling it twice is harmless.
+        `counting_tasks`: the handler reads tasks as counts from `tally`, not as events (it still gets
+        a failed `TaskCompleted`), so a pool builds no task events for it alone.
         """
-        subscription = _Subscription(event_type, handler)  # type: ignore[arg-type]
+        subscription = _Subscription(event_type, handler, counting_tasks)  # type: ignore[arg-type]
         with self._lock:
             self._subscriptions = [*self._subscriptions, subscription]  # emit reads it without the lock
+            self._wanted = {}  # after the list: `listens` reads them in the other order
 
         def unsubscribe() -> None:
             with self._lock:
                 # Identity, not equality: the same handler may be registered twice.
                 self._subscriptions = [s for s in self._subscriptions if s is not subscription]
+                self._wanted = {}
 
         return unsubscribe
 
     def listens(self, event_type: type[Event]) -> bool:
         """Whether an event of `event_type` would reach a handler (lets hot paths skip building it)."""
-        subscriptions = self._subscriptions
-        return bool(subscriptions) and any(issubclass(event_type, s.event_type) for s in subscriptions)
+        wanted = self._wanted  # asked twice per task: answered from this dict
+        if event_type not in wanted:
+            task = event_type is TaskStarted or event_type is TaskCompleted
+            matching = [s for s in self._subscriptions if issubclass(event_type, s.event_type)]
+            wanted[event_type] = any(not (task and s.counting) for s in matching)
+        return wanted[event_type]
 
     def add_secret(self, value: str) -> None:
         """Mask `value` out of every event emitted from now on (credentials, tokens, keys)."""
@@ -442,6 +459,13 @@ class EventBus:
 
     def emit(self, event: Event) -> None:
         """Deliver `event` to every matching handler; never raises because of a handler."""
+        kind, counted = type(event), False
+        if kind is TaskStarted:
+            self.tally.start(event.time)
+            counted = True
+        elif kind is TaskCompleted:
+            counted = event.success  # type: ignore[attr-defined]
+            self.tally.finish(counted, event.time)
         if not self._subscriptions:  # nobody listens (console and logging off): the common fast path
             return
         subscriptions = self._subscriptions  # replaced whole on (un)subscribe, never changed in place
@@ -454,6 +478,8 @@ class EventBus:
         for subscription in subscriptions:
             if not isinstance(event, subscription.event_type):
                 continue
+            if counted and subscription.counting:
+                continue  # read from `tally`
             try:
                 subscription.handler(event)
             except Exception:

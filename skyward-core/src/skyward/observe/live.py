@@ -8,12 +8,15 @@ When nothing is in progress the area is empty; it is cleared (transient) when th
 
 The area is drawn by Rich's refresh thread. It reads a view the console replaces whole after each
 event (`show`), and takes no lock of the console's: the console holds its own lock while it prints
-through Rich, and Rich holds its lock while it draws.
+through Rich, and Rich holds its lock while it draws. The spinner's text may come from a `status`
+function called as it draws (the console's, which reads its counts without a lock): a task's start
+and end then cost the console nothing, and the count is never older than a refresh.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -35,11 +38,15 @@ class View:
 
 
 class LiveArea:
-    def __init__(self, rich_console: Any) -> None:
+    def __init__(
+        self, rich_console: Any, status: Callable[[], tuple[str | None, float | None]] | None = None
+    ) -> None:
         from rich.live import Live
         from rich.spinner import Spinner
 
         self.view = View()
+        #: The spinner's text and its step's start, read as it draws (else the view's).
+        self._status = status
         self._spinner = Spinner("dots", text="")
         self._live = Live(
             self, console=rich_console, refresh_per_second=4, transient=True,
@@ -58,17 +65,18 @@ class LiveArea:
         from rich.text import Text
 
         view, now = self.view, time.time()
+        status, since = self._status() if self._status is not None else (view.status, view.since)
         items: list[Any] = []
-        if view.status is not None:
-            text = view.status
+        if status is not None:
+            text = status
             if view.phases:
                 phases = ", ".join(
                     f"node {node}: {phase} {format_duration(max(0.0, now - started))}"
                     for node, phase, started in view.phases
                 )
                 text += f" ({phases})"
-            if view.since is not None:
-                text += f" · {format_duration(max(0.0, now - view.since))}"
+            if since is not None:
+                text += f" · {format_duration(max(0.0, now - since))}"
             self._spinner.update(text=Text(text))
             items.append(self._spinner)
         items.extend(Text(row, style="cyan") for row in view.rows)
