@@ -107,6 +107,13 @@ def test_commands_are_reported_before_they_run(node: dict[str, Any]) -> None:
     assert str(node["workdir"]) in pip[0]  # $W is shown expanded
 
 
+def test_image_pip_and_skyward_core_resolve_in_one_uv_run(node: dict[str, Any]) -> None:
+    installs = [c for c in node["events"].commands() if c.startswith("uv pip install")]
+    with_core = [c for c in installs if "skyward_core-" in c]
+    assert len(with_core) == 1 and with_core[0].endswith(" six"), installs
+    assert "--no-deps" not in with_core[0]
+
+
 def test_env_file_survives_hostile_values(node: dict[str, Any]) -> None:
     code = f"import os, json; print(json.dumps({{k: os.environ.get(k) for k in {list(HOSTILE)!r}}}))"
     env = source_env(node["script"], code)

@@ -14,6 +14,8 @@ import shlex
 import sys
 from typing import Any
 
+import attrs
+
 from skyward.bootstrap.ops import Op
 
 #: Where the "github" source installs from.
@@ -156,10 +158,36 @@ def _host_venv_site(python_spec: str) -> str:
     """
     py = shlex.quote(python_spec)
     purelib = '"$V/bin/python" -c \'import sysconfig; print(sysconfig.get_path("purelib"))\''
+    # Only a venv's interpreter has a pyvenv.cfg beside it or one folder up (where Python itself
+    # looks): any other is not started at all, which saves two interpreter starts per cold node.
     return (
-        f"if command -v {py} >/dev/null 2>&1; then\n"
+        f'__sky_py=$(command -v {py} 2>/dev/null || true); __sky_pyd=$(dirname "${{__sky_py:-/}}")\n'
+        'if [ -n "$__sky_py" ] && { [ -f "$__sky_pyd/pyvenv.cfg" ] || '
+        '[ -f "$(dirname "$__sky_pyd")/pyvenv.cfg" ]; }; then\n'
         f'  __sky_cmd {shlex.quote(f"add the site-packages of {python_spec} to $W/venv if it is a venv")}\n'
         f'  {py} -c {shlex.quote(_HOST_SITE_PTH)} "$({purelib})/_skyward_host_venv.pth"\n'
+        "fi\n"
+    )
+
+
+_APT_SUDO = (
+    'if [ "$(id -u)" -eq 0 ]; then __sky_sudo=""\n'
+    'elif command -v sudo >/dev/null 2>&1; then __sky_sudo="sudo -n"\n'
+)
+
+
+def apt_update_early() -> str:
+    """Bash (before the venv phase): on a node that will run the apt phase, `apt-get update` starts
+    in the background, so the index download overlaps the venv (and the Python uv may download for
+    it); the apt phase waits for it and shows its output. Without root or sudo nothing starts."""
+    return (
+        '__sky_apt_pid=""\n'
+        'if [ "${__sky_warm:-0}" != 1 ]; then\n'
+        + _indent(_APT_SUDO + 'else __sky_sudo=none\nfi\n')
+        + '  if [ "$__sky_sudo" != none ]; then\n'
+        '    ($__sky_sudo apt-get update > "$W/apt-update.log" 2>&1) < /dev/null &\n'
+        "    __sky_apt_pid=$!\n"
+        "  fi\n"
         "fi\n"
     )
 
@@ -170,15 +198,18 @@ def apt_phase(packages: tuple[str, ...]) -> str:
         f"$__sky_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {quoted}"
     )
     lines = (
-        'if [ "$(id -u)" -eq 0 ]; then\n'
-        '  __sky_sudo=""\n'
-        "elif command -v sudo >/dev/null 2>&1; then\n"
-        '  __sky_sudo="sudo -n"\n'
-        "else\n"
+        _APT_SUDO
+        + "else\n"
         '  echo "skyward bootstrap: Image.apt needs root, and this user is not root and has no sudo" >&2\n'
         "  exit 1\n"
         "fi\n"
-        + _run("$__sky_sudo apt-get update", "apt-get update")
+        '__sky_cmd "apt-get update"\n'
+        'if [ -n "${__sky_apt_pid:-}" ]; then\n'  # started early (`apt_update_early`): its end
+        '  __sky_rc=0; wait "$__sky_apt_pid" || __sky_rc=$?\n'
+        '  cat "$W/apt-update.log"; [ "$__sky_rc" -eq 0 ] || exit "$__sky_rc"\n'
+        "else\n"
+        "  $__sky_sudo apt-get update\n"
+        "fi\n"
         + _run(install, f"apt-get install -y --no-install-recommends {quoted}")
     )
     return _phase("apt", lines)
@@ -197,17 +228,24 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def pip_phase(packages: tuple[str, ...], indexes: tuple[Any, ...]) -> str:
-    install = '"$W/bin/uv" pip install --python "$V/bin/python"'
-    shown = "uv pip install --python $W/venv/bin/python"
+def pip_phase(
+    packages: tuple[str, ...], indexes: tuple[Any, ...], skyward: SkywardInstalls | None = None
+) -> str:
+    """`Image.pip` in one `uv pip install`; with `skyward` (`SkywardInstalls.joins_pip`), skyward-core
+    and its dependencies join that resolve: one uv run and one round of index requests, not two,
+    and one consistent set of versions for both."""
+    core = skyward.with_deps if skyward is not None else ()
+    flags = skyward.flags(core) if skyward is not None else ""
+    install = f'"$W/bin/uv" pip install --python "$V/bin/python"{flags}'
+    shown = f"uv pip install --python $W/venv/bin/python{flags}"
     if not indexes:
-        quoted = " ".join(shlex.quote(p) for p in packages)
+        quoted = " ".join(shlex.quote(p) for p in (*core, *packages))
         return _phase("pip", _run(f"{install} {quoted}", f"{shown} {quoted}"))
     named = [p for p in packages if requirement_name(p) is not None]
     other = [p for p in packages if requirement_name(p) is None]
     toml = _requirements_toml(named, indexes)
     delimiter = _delimiter("SKYWARD_REQUIREMENTS", toml)
-    extra = "".join(f" {shlex.quote(p)}" for p in other)
+    extra = "".join(f" {shlex.quote(p)}" for p in (*core, *other))
     # The index URLs may carry credentials (`https://user:password@host`), which uv reads from
     # here: the file is private to the node's user, like env.sh (`rm` first: an older one keeps its mode).
     lines = (
@@ -295,33 +333,60 @@ def includes_phase(includes_dir: str) -> str:
     return _phase("includes", lines)
 
 
-def skyward_phase(image: Any, wheels: tuple[str, ...]) -> str:
+@attrs.frozen
+class SkywardInstalls:
+    """What the `skyward` phase installs: skyward-core with its dependencies (`with_deps`), the
+    sibling distributions without theirs (`no_deps`: plugin code the worker unpickles; their own
+    dependencies, boto3 or vastai-sdk, are client-side SDKs), and the local wheels to reinstall
+    whatever their version says (`reinstall`: local wheels keep their version across edits)."""
+
+    source: str
+    with_deps: tuple[str, ...]
+    no_deps: tuple[str, ...]
+    reinstall: tuple[str, ...]
+
+    def flags(self, group: tuple[str, ...]) -> str:
+        return "".join(f" --reinstall-package {n}" for n in self.reinstall if _has_wheel(list(group), n))
+
+    @property
+    def joins_pip(self) -> bool:
+        """Whether skyward-core installs in the `pip` phase's resolve, with `Image.pip`: one uv run and
+        one index round instead of two. Not from github: that needs git, which the skyward phase checks."""
+        return self.source != "github" and bool(self.with_deps)
+
+
+def skyward_installs(image: Any, wheels: tuple[str, ...]) -> SkywardInstalls:
     from skyward.bootstrap.wheels import installed_skyward, resolve_source
 
     source = resolve_source(image)
     dists = installed_skyward()  # {normalized name: version}, skyward-core first
     core_version = dists.get("skyward-core", _core_version())
     siblings = {name: version for name, version in dists.items() if name != "skyward-core"}
-    install = '"$W/bin/uv" pip install --python "$V/bin/python"'
-    shown = "uv pip install --python $W/venv/bin/python"
-    with_deps: list[str] = []  # skyward-core, with its dependencies
-    no_deps: list[str] = []  # the siblings: plugin code the worker unpickles; their own dependencies
-    # (boto3, vastai-sdk) are client-side SDKs, so they are installed without dependencies
-    reinstall: set[str] = set()  # local wheels keep their version across edits: always reinstall them
     if source == "local":
         by_name = {_wheel_name(w): w for w in wheels}
-        with_deps.append(by_name.get("skyward-core", f"skyward-core=={core_version}"))
-        no_deps += [by_name.get(name, f"{name}=={version}") for name, version in siblings.items()]
-        reinstall = set(by_name)
+        with_deps = [by_name.get("skyward-core", f"skyward-core=={core_version}")]
+        no_deps = [by_name.get(name, f"{name}=={version}") for name, version in siblings.items()]
+        reinstall = tuple(n for n in ("skyward-core", *siblings) if n in by_name)
     elif source == "github":
         ref = "main" if not _released(core_version) else f"v{core_version}"
-        with_deps.append(f"skyward-core @ git+{GITHUB_URL}@{ref}#subdirectory=skyward-core")
-        no_deps += [f"{name} @ git+{GITHUB_URL}@{ref}#subdirectory={name}" for name in siblings]
+        with_deps = [f"skyward-core @ git+{GITHUB_URL}@{ref}#subdirectory=skyward-core"]
+        no_deps = [f"{name} @ git+{GITHUB_URL}@{ref}#subdirectory={name}" for name in siblings]
+        reinstall = ()
     else:  # pypi
-        with_deps.append(f"skyward-core=={core_version}")
-        no_deps += [f"{name}=={version}" for name, version in siblings.items()]
+        with_deps = [f"skyward-core=={core_version}"]
+        no_deps = [f"{name}=={version}" for name, version in siblings.items()]
+        reinstall = ()
+    return SkywardInstalls(source, tuple(with_deps), tuple(no_deps), reinstall)
+
+
+def skyward_phase(image: Any, wheels: tuple[str, ...], *, core_in_pip: bool = False) -> str:
+    """Installs skyward into the venv and checks the worker imports. With `core_in_pip`, the `pip`
+    phase installed skyward-core already (`SkywardInstalls.joins_pip`): only the siblings are left."""
+    installs = skyward_installs(image, wheels)
+    install = '"$W/bin/uv" pip install --python "$V/bin/python"'
+    shown = "uv pip install --python $W/venv/bin/python"
     lines = ""
-    if source == "github":
+    if installs.source == "github":
         no_git = (
             'skyward bootstrap: Image(skyward_source="github") needs git on the node; '
             'add it with Image(apt=["git"])'
@@ -330,14 +395,23 @@ def skyward_phase(image: Any, wheels: tuple[str, ...]) -> str:
             "if ! command -v git >/dev/null 2>&1; then\n"
             f"  echo {shlex.quote(no_git)} >&2\n  exit 1\nfi\n"
         )
-    for group, extra in ((with_deps, ""), (no_deps, " --no-deps")):
-        if not group:
-            continue
-        names = [n for n in ("skyward-core", *siblings) if n in reinstall and _has_wheel(group, n)]
-        flags = "".join(f" --reinstall-package {n}" for n in names) + extra
-        quoted = " ".join(shlex.quote(r) for r in group)
+    if not core_in_pip and installs.with_deps:
+        flags = installs.flags(installs.with_deps)
+        quoted = " ".join(shlex.quote(r) for r in installs.with_deps)
         lines += _run(f"{install}{flags} {quoted}", f"{shown}{flags} {quoted}")
-    lines += _run('"$V/bin/python" -c "import skyward.worker"', "python -c 'import skyward.worker'")
+    check = ('"$V/bin/python" -c "import skyward.worker"', "python -c 'import skyward.worker'")
+    if not installs.no_deps:
+        return _phase("skyward", lines + _run(*check))
+    # skyward.worker imports no sibling: its check (an interpreter start and the first, compiling
+    # import) runs while uv installs the siblings, and `wait` fails the phase when it failed.
+    flags = installs.flags(installs.no_deps) + " --no-deps"
+    quoted = " ".join(shlex.quote(r) for r in installs.no_deps)
+    lines += (
+        _run(f"{check[0]} &", f"{check[1]} &")
+        + "__sky_check=$!\n"
+        + _run(f"{install}{flags} {quoted}", f"{shown}{flags} {quoted}")
+        + _run('wait "$__sky_check"', f"wait for {check[1]}")
+    )
     return _phase("skyward", lines)
 
 

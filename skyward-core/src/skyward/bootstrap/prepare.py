@@ -29,8 +29,8 @@ __all__ = ["DEFAULT_EXCLUDES", "Reconnect", "bootstrap_secrets", "prepare_node",
 #: Never shipped with includes, whatever `Image.excludes` says.
 DEFAULT_EXCLUDES: tuple[str, ...] = ("__pycache__", "*.pyc", ".git", ".DS_Store")
 
-_wheels_lock: asyncio.Lock | None = None
-_wheels_loop: Any = None
+#: The assembly of the client's wheels under way, shared by the nodes that ask meanwhile.
+_wheels_task: asyncio.Future[tuple[Path, ...]] | None = None
 
 
 #: Reconnects to a node after a lost connection; returns a runner on the new connection, with
@@ -41,7 +41,7 @@ Reconnect = Callable[[], Awaitable[CommandRunner]]
 async def prepare_node(
     runner: CommandRunner, setup: Any, *, node: int, workdir: str, python: str | None,
     system_site_packages: bool = False, reconnect: Reconnect | None = None,
-    environments_root: str | None = None,
+    environments_root: str | None = None, before_script: Awaitable[Any] | None = None,
 ) -> Script:
     """Upload, render and run the bootstrap for `setup` on the node behind `runner`; return its Script.
 
@@ -61,6 +61,9 @@ async def prepare_node(
     With `environments_root` (a folder on the node), the venv is a warm environment there
     (`environments`): a node that already holds the one this image builds reuses it, and then
     the wheels are not uploaded at all (one round trip asks whether it is ready).
+
+    `before_script` (the start of the node's guardian) is awaited after the uploads, before the
+    script first runs: what it waits on overlaps the warm check and the uploads.
     """
     image = setup.image
     ops = as_ops(setup.ops)
@@ -74,18 +77,22 @@ async def prepare_node(
     script: Script | None = None
     resume = False
     environment = None
+    wheels = await _client_wheels() if resolve_source(image) == "local" else ()
     if environments_root is not None:
-        environment = await _environment(image, python, system_site_packages, environments_root)
+        environment = await _environment(image, python, system_site_packages, environments_root, wheels)
     while True:
         try:
             warm = environment is not None and await _ready(runner, environment)
-            remote_wheels, includes_dir = await _upload(runner, image, workdir, wheels=not warm)
+            remote_wheels, includes_dir = await _upload(runner, image, workdir, wheels, send=not warm)
             if script is None:
                 script = render_script(
                     image, ops, workdir=workdir, python=python, wheels=remote_wheels,
                     includes_dir=includes_dir, system_site_packages=system_site_packages,
                     environment=environment,
                 )
+            if before_script is not None:
+                await before_script
+                before_script = None
             if deadline is None:
                 deadline = loop.time() + budget
             await run_bootstrap(
@@ -126,9 +133,10 @@ async def prepare_node(
             resume = True
 
 
-async def _environment(image: Any, python: str | None, system_site_packages: bool, root: str) -> str:
+async def _environment(
+    image: Any, python: str | None, system_site_packages: bool, root: str, wheels: tuple[Path, ...]
+) -> str:
     """The folder on the node of the warm environment this image builds (`environments`)."""
-    wheels = await _client_wheels() if resolve_source(image) == "local" else ()
     return await asyncio.to_thread(
         environments.environment_for, image, python, system_site_packages, wheels, root
     )
@@ -143,27 +151,47 @@ async def _ready(runner: CommandRunner, environment: str) -> bool:
 
 
 async def _upload(
-    runner: CommandRunner, image: Any, workdir: str, *, wheels: bool = True
+    runner: CommandRunner, image: Any, workdir: str, wheels: tuple[Path, ...], *, send: bool = True
 ) -> tuple[tuple[str, ...], str | None]:
-    """Skyward's wheels (source "local") and the image's includes onto the node; their paths there.
-    With `wheels` False (a warm environment holds them installed) the wheels stay here, and their
-    paths are those they would have."""
-    remote_wheels: tuple[str, ...] = ()
-    if resolve_source(image) == "local":
-        for wheel in await _client_wheels():
-            remote = f"{workdir}/wheels/{wheel.name}"
-            if wheels:
-                await runner.put(wheel, remote)
-            remote_wheels += (remote,)
-    includes_dir = None
-    if image.includes:
-        includes_dir = f"{workdir}/includes"
-        staging = await asyncio.to_thread(stage_includes, image.includes, image.excludes)
-        try:
-            await runner.put(staging, includes_dir)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    """Skyward's `wheels` (source "local") and the image's includes onto the node; their paths there.
+    With `send` False (a warm environment holds the wheels installed) the wheels stay here, and their
+    paths are those they would have. The wheels go as one folder (one SFTP session, not one per
+    wheel), at the same time as the includes."""
+    remote_wheels = tuple(f"{workdir}/wheels/{wheel.name}" for wheel in wheels)
+    includes_dir = f"{workdir}/includes" if image.includes else None
+    staged: list[Path] = []
+    try:
+        copies = []
+        if wheels and send:
+            staged.append(await asyncio.to_thread(_stage_wheels, wheels))
+            copies.append(runner.put(staged[-1], f"{workdir}/wheels"))
+        if includes_dir is not None:
+            staged.append(await asyncio.to_thread(stage_includes, image.includes, image.excludes))
+            copies.append(runner.put(staged[-1], includes_dir))
+        await _all(copies)
+    finally:
+        for folder in staged:
+            shutil.rmtree(folder, ignore_errors=True)
     return remote_wheels, includes_dir
+
+
+async def _all(awaitables: list[Awaitable[None]]) -> None:
+    """Await them together; the first error is raised once every one has ended (none left running)."""
+    results = await asyncio.gather(*awaitables, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+
+
+def _stage_wheels(wheels: Iterable[Path]) -> Path:
+    """A fresh local folder holding `wheels` (hard links where the file system allows: no copy)."""
+    staging = Path(tempfile.mkdtemp(prefix="skyward-wheels-"))
+    for wheel in wheels:
+        try:
+            os.link(wheel, staging / wheel.name)
+        except OSError:
+            shutil.copy2(wheel, staging / wheel.name)
+    return staging
 
 
 def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:
@@ -179,13 +207,14 @@ def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:
 
 
 async def _client_wheels() -> tuple[Path, ...]:
-    """The client's skyward wheels; concurrent nodes wait for one assembly instead of racing it."""
-    global _wheels_lock, _wheels_loop
+    """The client's skyward wheels. Concurrent nodes share the assembly under way instead of each
+    running its own after the other; one asking after it ended starts a new one (an edit counts)."""
+    global _wheels_task
     loop = asyncio.get_running_loop()
-    if _wheels_lock is None or _wheels_loop is not loop:
-        _wheels_lock, _wheels_loop = asyncio.Lock(), loop
-    async with _wheels_lock:
-        return await asyncio.to_thread(local_wheels, wheel_cache_dir())
+    task = _wheels_task
+    if task is None or task.done() or task.get_loop() is not loop:
+        task = _wheels_task = asyncio.ensure_future(asyncio.to_thread(local_wheels, wheel_cache_dir()))
+    return await asyncio.shield(task)
 
 
 def _excluded(relative: str, name: str, patterns: tuple[str, ...]) -> bool:

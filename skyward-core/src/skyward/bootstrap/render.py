@@ -12,9 +12,12 @@ markers on stdout, which the runner turns into events:
 
 Phases, in order: `uv` (find uv, else `pip install --target <workdir>/.uv uv` from the package
 registry), `venv` (`uv venv` at `<workdir>/venv`, reused when it was made for the same Python),
-`apt` (only when `Image.apt`), `pip` (only when `Image.pip`), `env` (writes `<workdir>/env.sh`),
-`includes` (only with an `includes_dir`), `skyward` (installs skyward into the venv), then one phase
-per plugin op, named after `Op.name`, in plugin order.
+`apt` (only when `Image.apt`; its `apt-get update` starts in the background before the venv phase,
+see `phases.apt_update_early`), `pip` (only when `Image.pip`; skyward-core and its dependencies join
+its resolve, one uv run instead of two, unless skyward comes from github), `env` (writes
+`<workdir>/env.sh`), `includes` (only with an `includes_dir`), `skyward` (installs the rest of
+skyward into the venv and checks that the worker imports), then one phase per plugin op, named
+after `Op.name`, in plugin order.
 
 Scoped indexes (`PipIndex`): uv applies `[tool.uv.sources]` pins and `explicit = true` indexes when
 it installs `-r pyproject.toml`, so with indexes the pip phase writes `<workdir>/requirements/
@@ -55,12 +58,14 @@ from skyward.bootstrap.phases import (
     RESUME,
     UNSAFE_PHASE,
     apt_phase,
+    apt_update_early,
     env_phase,
     includes_phase,
     interpreter_spec,
     op_phase,
     pip_phase,
     setup,
+    skyward_installs,
     skyward_phase,
     uv_phase,
     venv_phase,
@@ -135,15 +140,20 @@ def render_script(
     body.append(uv_phase(python_spec))
     if environment is not None:
         body.append(environments.select(environment))
+    if image.apt:
+        body.append(apt_update_early())
     body.append(reusable(venv_phase(python_spec, system_site_packages, shared=shared)))
     if image.apt:
         body.append(reusable(apt_phase(tuple(image.apt))))
+    installs = skyward_installs(image, wheels)
+    core_in_pip = bool(image.pip) and installs.joins_pip
     if image.pip:
-        body.append(reusable(pip_phase(tuple(image.pip), tuple(image.pip_indexes))))
+        joined = installs if core_in_pip else None
+        body.append(reusable(pip_phase(tuple(image.pip), tuple(image.pip_indexes), joined)))
     body.append(env_phase(image, workdir, venv))
     if includes_dir is not None:
         body.append(includes_phase(includes_dir))
-    body.append(reusable(skyward_phase(image, wheels)))
+    body.append(reusable(skyward_phase(image, wheels, core_in_pip=core_in_pip)))
     if shared:
         body.append(environments.seal())
     for index, (op, name) in enumerate(zip(op_list, names[-len(op_list):] if op_list else (), strict=True)):

@@ -75,7 +75,8 @@ def _with_python(folder: str, pythons: tuple[str, ...], args: str) -> str:
     for python in pythons:
         path = python if "/" not in python or python.startswith("/") else f"{folder}/{python}"
         test = f"[ -x {q(path)} ]" if "/" in path else f"command -v {q(path)} >/dev/null 2>&1"
-        tries.append(f"if {test}; then exec {q(path)} {q(folder + '/' + FILE)} {args}; fi")
+        # -S: the agent needs the standard library only, and site's .pth files cost a start ~20 ms
+        tries.append(f"if {test}; then exec {q(path)} -S {q(folder + '/' + FILE)} {args}; fi")
     return "; ".join(tries) + f"; echo {NO_PYTHON}"
 
 

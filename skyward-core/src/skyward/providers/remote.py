@@ -203,10 +203,18 @@ class RemoteNodes:
             stale = self._pid_files.pop((node, setup.worker), [])
             if stale:  # this worker restarts: whatever its predecessor left must be gone first
                 await conn.run(kill_command(stale), check=False)
-            await self._guard(node, conn, cluster, setup, workdir)
             script = self._scripts.get(node)
-            if script is None or not await _exists(conn, f"{workdir}/env.sh"):
-                script = await self._bootstrap(conn, setup, node, workdir)
+            if script is not None and await _exists(conn, f"{workdir}/env.sh"):
+                await self._guard(node, conn, cluster, setup, workdir)
+            else:
+                # The guardian starts while the bootstrap looks for a warm environment and uploads
+                # (one round trip less to wait for); its script runs only once the guardian is up.
+                guarded = asyncio.ensure_future(self._guard(node, conn, cluster, setup, workdir))
+                try:
+                    script = await self._bootstrap(conn, setup, node, workdir, guarded)
+                finally:
+                    with contextlib.suppress(Exception):
+                        await guarded
                 self._scripts[node] = script
                 conn = self._conns[node]  # a new one when the bootstrap had to reconnect
                 await self._guard(node, conn, cluster, setup, workdir)  # with the venv's Python if need be
@@ -269,7 +277,9 @@ class RemoteNodes:
         """
         return {"python": self.python, "system_site_packages": self.python is not None}
 
-    async def _bootstrap(self, conn: Connection, setup: NodeSetup, node: int, workdir: str) -> Any:
+    async def _bootstrap(
+        self, conn: Connection, setup: NodeSetup, node: int, workdir: str, guarded: Any = None
+    ) -> Any:
         from skyward.bootstrap import prepare_node
         from skyward.transport.ssh import SSHRunner, kill_command
 
@@ -287,7 +297,7 @@ class RemoteNodes:
         return await prepare_node(
             SSHRunner(conn, label=str(login), pid_file=pid_file), setup, node=node, workdir=workdir,
             reconnect=reconnect, environments_root=f"{self._homes[node]}/{ENVIRONMENTS}",
-            **self.bootstrap_args(),
+            before_script=guarded, **self.bootstrap_args(),
         )
 
     async def clean(self, cluster: Cluster, instance: Instance) -> None:

@@ -160,9 +160,13 @@ class SSHRunner:
             async with self.conn.start_sftp_client() as sftp:
                 if local.is_dir():
                     await sftp.makedirs(remote, exist_ok=True)
+                    # Every child at once over the one session: a copy waits on round trips
+                    # (open, write, close), not on bandwidth, for the small files sent here.
                     children = sorted(str(p) for p in local.iterdir())
-                    if children:
-                        await sftp.put(children, remote, recurse=True)
+                    copies = [sftp.put(child, remote, recurse=True) for child in children]
+                    for result in await asyncio.gather(*copies, return_exceptions=True):
+                        if isinstance(result, BaseException):
+                            raise result
                 else:
                     parent = remote.rsplit("/", 1)[0]
                     if parent:

@@ -1,0 +1,165 @@
+"""The cold bootstrap's shortcuts keep what they replace: each phase's shell runs here with bash,
+against stand-ins for uv and the interpreters (scripts that record being started), so that what
+runs, and what fails the phase, is seen without installing anything."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import skyward as sky
+from skyward.bootstrap.phases import PRELUDE, skyward_phase, venv_phase
+
+WHEELS = ("/nowhere/skyward_core-0.1.0-py3-none-any.whl", "/nowhere/skyward_aws-0.1.0-py3-none-any.whl")
+
+
+def recorder(path: Path, log: Path, status: int = 0) -> Path:
+    """An executable that appends its name and arguments to `log`, then exits with `status`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "$0 $*" >> {log}\nexit {status}\n')
+    path.chmod(0o755)
+    return path
+
+
+def run_phase(phase: str, workdir: Path, venv: Path) -> subprocess.CompletedProcess[str]:
+    script = PRELUDE + f"W={workdir}\nV={venv}\n__sky_main() {{\n{phase}}}\n__sky_main\n"
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A node folder whose uv "makes" a venv holding an interpreter stand-in; the log of starts."""
+    log = tmp_path / "started.log"
+    log.touch()
+    workdir, venv = tmp_path / "node", tmp_path / "node" / "venv"
+    uv = workdir / "bin" / "uv"
+    uv.parent.mkdir(parents=True)
+    uv.write_text(
+        f'#!/bin/sh\necho "$0 $*" >> {log}\n'
+        f'if [ "$1" = venv ]; then mkdir -p {venv}/bin && printf \'#!/bin/sh\\necho "$0 $*" >> {log}\\n\' '
+        f"> {venv}/bin/python && chmod 755 {venv}/bin/python; fi\n"
+    )
+    uv.chmod(0o755)
+    return workdir, venv, log
+
+
+def test_a_host_interpreter_that_is_no_venv_is_never_started(
+    tmp_path: Path, node: tuple[Path, Path, Path]
+) -> None:
+    workdir, venv, log = node
+    python = recorder(tmp_path / "usr" / "bin" / "python3", log)
+    result = run_phase(venv_phase(str(python), system_site_packages=True), workdir, venv)
+    assert result.returncode == 0, result.stderr
+    started = log.read_text().splitlines()
+    assert any("uv venv --system-site-packages" in line for line in started)
+    # neither the host's interpreter nor the node venv's (asked for its site-packages) ran
+    assert not [line for line in started if line.startswith((f"{python} ", f"{venv}/bin/python "))]
+    assert "add the site-packages" not in result.stdout
+
+
+def test_a_host_venv_interpreter_is_asked_for_its_site_packages(
+    tmp_path: Path, node: tuple[Path, Path, Path]
+) -> None:
+    workdir, venv, log = node
+    python = recorder(tmp_path / "opt" / "venv" / "bin" / "python", log)
+    (tmp_path / "opt" / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    result = run_phase(venv_phase(str(python), system_site_packages=True), workdir, venv)
+    assert result.returncode == 0, result.stderr
+    assert any(line.startswith(f"{python} -c") for line in log.read_text().splitlines())
+    assert "add the site-packages" in result.stdout
+
+
+def test_the_worker_import_check_runs_beside_the_siblings_install_and_fails_the_phase(
+    node: tuple[Path, Path, Path],
+) -> None:
+    workdir, venv, log = node
+    recorder(venv / "bin" / "python", log, status=3)  # `import skyward.worker` fails there
+    result = run_phase(skyward_phase(sky.Image(), WHEELS, core_in_pip=True), workdir, venv)
+    assert result.returncode == 3
+    assert "::skyward-phase:skyward:fail:3" in result.stdout
+    started = log.read_text()
+    assert "import skyward.worker" in started
+    assert "--no-deps" in started  # the siblings were installed meanwhile
+    assert "skyward_core" not in started  # the pip phase installed skyward-core (core_in_pip)
+
+
+def test_the_script_waits_for_what_must_come_before_it(tmp_path: Path) -> None:
+    """`before_script` (the node's guardian starting) overlaps the uploads, never the script: a
+    value the script computes in its env phase sees what `before_script` did first."""
+    import asyncio
+
+    from bootstrap_support import Events, setup_for, use_shared_uv_cache
+
+    from skyward.bootstrap.prepare import prepare_node
+    from skyward.bootstrap.runner import LocalRunner
+
+    marker = tmp_path / "guardian-up"
+
+    async def guardian_starting() -> None:
+        await asyncio.sleep(0.5)
+        marker.touch()
+
+    async def run() -> None:
+        image = sky.Image(shell_vars={"SEEN": f"test -e {marker} && echo yes || echo no"})
+        setup = setup_for(image, emit=Events())
+        gate = asyncio.ensure_future(guardian_starting())
+        script = await prepare_node(
+            LocalRunner(), setup, node=0, workdir=str(tmp_path / "n0"), python=None, before_script=gate
+        )
+        assert "export SEEN='yes'" in Path(script.env_file).read_text()
+
+    with pytest.MonkeyPatch.context() as mp:
+        use_shared_uv_cache(mp)
+        asyncio.run(run())
+
+
+@pytest.fixture
+def apt(tmp_path: Path) -> tuple[Path, Path]:
+    """A PATH whose apt-get (and sudo, for a user that is not root) only log; the log."""
+    log = tmp_path / "apt.log"
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    (bin_dir / "apt-get").write_text(
+        f'#!/bin/sh\nif [ "$1" = update ]; then echo "update start" >> {log}; sleep 0.5; '
+        f'echo "update end" >> {log}; echo "Hit: the index"; exit "${{APT_UPDATE_STATUS:-0}}"; fi\n'
+        f'echo "install $*" >> {log}\n'
+    )
+    (bin_dir / "sudo").write_text('#!/bin/sh\n[ "$1" = -n ] && shift\nexec "$@"\n')
+    for tool in ("apt-get", "sudo"):
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir, log
+
+
+def run_apt(bin_dir: Path, log: Path, workdir: Path, status: int = 0) -> subprocess.CompletedProcess[str]:
+    from skyward.bootstrap.phases import apt_phase, apt_update_early
+
+    workdir.mkdir()
+    middle = f'echo "the venv phase" >> {log}\n'
+    script = PRELUDE + f"W={workdir}\n__sky_main() {{\n{apt_update_early()}{middle}{apt_phase(('curl',))}}}\n"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "APT_UPDATE_STATUS": str(status)}
+    return subprocess.run(["bash", "-c", script + "__sky_main\n"], capture_output=True, text=True, env=env)
+
+
+def test_apt_get_update_overlaps_the_venv_phase_and_the_apt_phase_waits_for_it(
+    apt: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bin_dir, log = apt
+    result = run_apt(bin_dir, log, tmp_path / "node")
+    assert result.returncode == 0, result.stderr
+    lines = log.read_text().splitlines()
+    assert sorted(lines[:2]) == ["the venv phase", "update start"], lines  # at the same time
+    assert lines[2:] == ["update end", "install install -y --no-install-recommends curl"], lines
+    assert "Hit: the index" in result.stdout  # its output is shown in the apt phase
+    assert "::skyward-command:apt-get update" in result.stdout
+
+
+def test_a_failed_early_apt_get_update_fails_the_apt_phase_with_its_code(
+    apt: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bin_dir, log = apt
+    result = run_apt(bin_dir, log, tmp_path / "node", status=100)
+    assert result.returncode == 100
+    assert "::skyward-phase:apt:fail:100" in result.stdout
+    assert "install" not in log.read_text()

@@ -1,0 +1,23 @@
+"""Every node of an SSH pool bootstraps at the same time as the others, not after them (the cold
+bootstrap's figures are in benchmarks/case_bootstrap.py; no timing is asserted here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ssh_hosts import SSHHosts, ssh_pool
+
+import skyward as sky
+
+
+def test_every_node_starts_its_bootstrap_before_any_node_is_ready(ssh_hosts: SSHHosts) -> None:
+    events: list[Any] = []
+    with ssh_pool(ssh_hosts, on_event=events.append):
+        pass
+    kinds = [type(e).__name__ for e in events]
+    first_ready = kinds.index("NodeReady")
+    started = {e.node for e in events[:first_ready] if isinstance(e, sky.BootstrapRequested)}
+    assert started == {0, 1}, kinds
+    # and each node's script ran (a warm host's as well: its phases only say so)
+    scripts = {e.node for e in events if isinstance(e, sky.BootstrapPhase) and e.phase == "uv"}
+    assert scripts == {0, 1}
