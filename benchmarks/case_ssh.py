@@ -9,6 +9,12 @@ the environment reused, `skyward.bootstrap.environments`). The floor beside them
 through a raw asyncssh exec channel (`cat`) on the same host, the round trip no SSH transport can
 beat; in between each run, so both see the same phase of this machine. Only Skyward runs it: the
 peers have no SSH transport. Needs `sshd` (Debian's openssh-server); without it the case reports "missing".
+
+Every raw channel is opened as Skyward opens its own: the same key, pinned host key and ciphers
+(AES-GCM first, `ssh_connect.ciphers`; asyncssh's default chacha20-poly1305 makes a slower floor).
+Beside the throughput, the same map on a Local pool of 2 (its ratio: the 2x target); beside a
+100 MB argument broadcast to both nodes (MB/s to the slower one), the same 100 MB written to
+`cat >/dev/null` on a raw channel to each host at once (the 70% target), and one of each alone.
 """
 
 from __future__ import annotations
@@ -35,6 +41,17 @@ def figures() -> list[Figure]:
         Figure("ssh.warm_start_s", "ssh loopback: 2-host pool ready, warm hosts (s)", "s", "lower"),
         Figure("ssh.floor_p50", "ssh loopback: raw asyncssh channel echo p50 (us)", "us", "lower"),
         Figure("ssh.vs_floor", "ssh loopback: no-op p50 / channel echo p50 (x)", "x", "lower"),
+        Figure("ssh.local_tasks_per_s", "ssh loopback: same map on Local (2 nodes), tasks/s", "tasks/s",
+               "higher"),
+        Figure("ssh.local_vs_ssh", "ssh loopback: Local tasks/s / ssh tasks/s (x)", "x", "lower"),
+        Figure("ssh.payload_MBps", "ssh loopback: 100 MB arg to each of 2 nodes, MB/s", "MB/s",
+               "higher"),
+        Figure("ssh.payload_floor_MBps", "ssh loopback: raw channels, 100 MB to each host, MB/s", "MB/s",
+               "higher"),
+        Figure("ssh.payload_vs_floor", "ssh loopback: 100 MB to each node / raw channels (x)", "x",
+               "higher"),
+        Figure("ssh.payload_one_MBps", "ssh loopback: 100 MB arg to one node, MB/s", "MB/s", "higher"),
+        Figure("ssh.channel_MBps", "ssh loopback: one raw channel, 100 MB, MB/s", "MB/s", "higher"),
     ]
 
 
@@ -58,6 +75,7 @@ def measure(config: Config) -> dict[str, list[float]]:
     cloudpickle.register_pickle_by_value(bench_tasks)
     runs: dict[str, list[float]] = {"ssh.p50": [], "ssh.tasks_per_s": [], "ssh.cold_start_s": [],
                                     "ssh.warm_start_s": [], "ssh.floor_p50": [], "ssh.vs_floor": []}
+    runs.update({f.key: [] for f in figures() if f.key not in runs})
     for _ in range(config.repeat):
         fresh = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2)
         try:
@@ -88,6 +106,11 @@ def measure(config: Config) -> dict[str, list[float]]:
                 results = pool.map(bench_tasks.noop, range(count))
                 runs["ssh.tasks_per_s"].append(count / (time.perf_counter() - began))
                 assert results == list(range(count)), "map returned the wrong results"
+                local = local_tasks_per_s(count)
+                runs["ssh.local_tasks_per_s"].append(local)
+                runs["ssh.local_vs_ssh"].append(local / runs["ssh.tasks_per_s"][-1])
+                for key, value in bulk_rates(pool, hosts).items():
+                    runs[key].append(value)
             return runs
     finally:
         hosts.stop()
@@ -99,15 +122,10 @@ def channel_echo_p50(hosts: Any, rounds: int) -> float:
     with the hosts' own key and pinned host key, as Skyward's channels are opened."""
     import asyncio
 
-    import asyncssh
-
     server = hosts.servers[0]
 
     async def run() -> float:
-        async with asyncssh.connect(
-            server.address, port=server.port, username=server.user, client_keys=[str(hosts.key_file)],
-            known_hosts=str(hosts.known_hosts),
-        ) as conn:
+        async with connect_raw(server, hosts) as conn:
             process = await conn.create_process("cat", encoding=None)
             samples = []
             for _ in range(rounds):
@@ -117,5 +135,95 @@ def channel_echo_p50(hosts: Any, rounds: int) -> float:
                 samples.append(time.perf_counter() - began)
             process.stdin.write_eof()
             return statistics.median(samples) * 1e6
+
+    return asyncio.run(run())
+
+
+def connect_raw(server: Any, hosts: Any) -> Any:
+    """A plain asyncssh connection to `server`, with the hosts' key, the pinned host key and the
+    ciphers Skyward's own connections negotiate (`ssh_connect.ciphers`: AES-GCM first, where
+    asyncssh's default chacha20-poly1305 takes twice as long per message), without compression."""
+    import asyncssh
+
+    from skyward.transport.ssh_connect import ciphers
+
+    return asyncssh.connect(
+        server.address, port=server.port, username=server.user, client_keys=[str(hosts.key_file)],
+        known_hosts=str(hosts.known_hosts), encryption_algs=ciphers(), compression_algs=None,
+    )
+
+
+def local_tasks_per_s(count: int) -> float:
+    """The Local path's peer figure: the same map of no-ops on a warm Local pool of 2."""
+    import bench_tasks
+
+    import skyward as sky
+
+    with sky.Compute(provider=sky.Local(), nodes=2, console=False, logging=False) as pool:
+        pool.map(bench_tasks.noop, range(200))
+        began = time.perf_counter()
+        results = pool.map(bench_tasks.noop, range(count))
+        elapsed = time.perf_counter() - began
+    assert results == list(range(count)), "map returned the wrong results"
+    return count / elapsed
+
+
+#: The bulk argument: 100 MB of random float64 (lz4 gains nothing on it, so none is tried).
+BULK_BYTES = 100 * 1024 * 1024
+#: The raw channels' writes: the size at which asyncssh sends fastest here.
+CHUNK = 1024 * 1024
+
+
+def bulk_rates(pool: Any, hosts: Any) -> dict[str, float]:
+    """A 100 MB argument to each node at once (a broadcast) and to one node, in MB/s: the bytes
+    over the time from the call to their arrival on the worker (its clock is this machine's).
+    Beside them the floor: `cat >/dev/null` reading 100 MB on raw asyncssh channels, one to each
+    host at once (from one event loop, as a pool's channels are), then one channel alone."""
+    import bench_tasks
+    import numpy as np
+
+    import skyward as sky
+
+    array = np.random.default_rng().random(BULK_BYTES // 8)
+    receive = sky.function(bench_tasks.receive)
+    began = time.time()
+    arrivals = receive(array) @ pool
+    to_each = min(BULK_BYTES / (at - began) for at in arrivals) / 1e6
+    began = time.time()
+    to_one = BULK_BYTES / ((receive(array) >> pool) - began) / 1e6
+    del array
+    floor_each = min(channel_bulk_rates(hosts.servers, hosts))
+    (floor_one,) = channel_bulk_rates(hosts.servers[:1], hosts)
+    return {"ssh.payload_MBps": to_each, "ssh.payload_floor_MBps": floor_each,
+            "ssh.payload_vs_floor": to_each / floor_each, "ssh.payload_one_MBps": to_one,
+            "ssh.channel_MBps": floor_one}
+
+
+def channel_bulk_rates(servers: list[Any], hosts: Any) -> list[float]:
+    """MB/s of 100 MB written to `cat >/dev/null` on each of `servers` at once, until cat exits."""
+    import asyncio
+    import contextlib
+    import os
+
+    data = os.urandom(BULK_BYTES)
+
+    async def send(process: Any, began: float) -> float:
+        # In 1 MiB slices, drained in turn: asyncssh sends one 100 MB write a third slower.
+        view = memoryview(data)
+        for start in range(0, BULK_BYTES, CHUNK):
+            process.stdin.write(view[start : start + CHUNK])
+            await process.stdin.drain()
+        process.stdin.write_eof()
+        await process.wait()
+        return BULK_BYTES / (time.perf_counter() - began) / 1e6
+
+    async def run() -> list[float]:
+        async with contextlib.AsyncExitStack() as stack:
+            processes = []
+            for server in servers:  # every channel open before the clock starts
+                conn = await stack.enter_async_context(connect_raw(server, hosts))
+                processes.append(await conn.create_process("cat >/dev/null", encoding=None))
+            began = time.perf_counter()
+            return list(await asyncio.gather(*(send(process, began) for process in processes)))
 
     return asyncio.run(run())

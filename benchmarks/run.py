@@ -2,9 +2,9 @@
 
     python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--repeat N] [--json PATH] [--peers A,B]
 
-Cases: start, latency, throughput, payload, joblib, ssh, collections, floor (see the case_*.py modules). Every
-figure is measured `--repeat` times per framework and the table shows the medians; the JSON file
-keeps every run. Peers (Ray, Dask, loky, ProcessPoolExecutor) are optional: one that is not
+Cases: start, latency, throughput, payload, joblib, ssh, collections, floor, defaults (see the case_*.py
+modules). Every figure is measured `--repeat` times per framework and the table shows the medians; the
+JSON file keeps every run. Peers (Ray, Dask, loky, ProcessPoolExecutor) are optional: one that is not
 installed shows "missing" (`pip install -r benchmarks/requirements.txt`), one left out with
 --peers shows "skipped". Nothing here asserts a timing; the targets section only reports.
 """
@@ -26,10 +26,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
 
+import case_bootstrap  # noqa: E402
 import case_collections  # noqa: E402
+import case_defaults  # noqa: E402
 import case_floor  # noqa: E402
 import case_joblib  # noqa: E402
 import case_latency  # noqa: E402
+import case_linger  # noqa: E402
 import case_payload  # noqa: E402
 import case_ssh  # noqa: E402
 import case_start  # noqa: E402
@@ -39,8 +42,15 @@ from common import FAILED, MISSING, NOT_APPLICABLE, SKIPPED, Config, Figure  # n
 
 #: Cases that share one warm pool of 2 per framework.
 WARM_CASES = (case_latency, case_throughput, case_payload)
-CASES = {c.NAME: c for c in (case_start, *WARM_CASES, case_joblib, case_ssh, case_collections, case_floor)}
-ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "collections", "floor")
+CASES = {
+    c.NAME: c
+    for c in (
+        case_start, *WARM_CASES, case_joblib, case_ssh, case_bootstrap, case_linger, case_collections,
+        case_floor, case_defaults,
+    )
+}
+ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "bootstrap", "linger", "collections",
+         "floor", "defaults")
 
 
 def log(message: str) -> None:
@@ -202,9 +212,25 @@ def run_ssh(config: Config, selected: list[str]) -> list[Figure]:
     return run_skyward_only(case_ssh, "Skyward over OpenSSH on loopback", config, selected)
 
 
+def run_bootstrap(config: Config, selected: list[str]) -> list[Figure]:
+    """A cold SSH pool against its uv install floor (case_bootstrap): only Skyward bootstraps hosts."""
+    return run_skyward_only(case_bootstrap, "cold SSH pool vs its uv install floor", config, selected)
+
+
+def run_linger(config: Config, selected: list[str]) -> list[Figure]:
+    """A pool adopting a parked pool's machines on the fake RunPod, against new pods (case_linger)."""
+    return run_skyward_only(case_linger, "Skyward on the fake RunPod", config, selected)
+
+
 def run_collections(config: Config, selected: list[str]) -> list[Figure]:
     """Skyward's distributed collections on Local (case_collections): no peer has them here."""
     return run_skyward_only(case_collections, "Skyward on Local", config, selected)
+
+
+def run_defaults(config: Config, selected: list[str]) -> list[Figure]:
+    """The default console and logging (piped and on a terminal) against `console=False,
+    logging=False`, three pools in turns (case_defaults)."""
+    return run_skyward_only(case_defaults, "default console and logging vs quiet, on Local", config, selected)
 
 
 def run_floor(config: Config) -> list[Figure]:
@@ -333,15 +359,34 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
     warm = m("ssh.warm_start_s")
     met = None if warm is None else warm < 1
     rows.append(row("ssh: warm 2-host pool ready", "under 1 s", warm, met, " s"))
+    adopted = m("linger.adopted_pool_s")
+    met = None if adopted is None else adopted < 1.5
+    rows.append(row("cloud: 2-node pool ready on parked machines", "about 1 s (< 1.5 s)", adopted, met, " s"))
+    r = m("bootstrap.vs_floor")
+    rows.append(row("ssh: cold pool vs uv install floor", "<= 1.3x", r, None if r is None else r <= 1.3))
+    r = m("bootstrap.overlap")
+    rows.append(row("ssh: cold nodes bootstrap in parallel (overlap)", CONTEXT, r, None, ""))
     vs_floor = m("ssh.vs_floor")
     met = None if vs_floor is None else vs_floor <= 2
     rows.append(row("ssh: no-op p50 vs channel echo", "<= 2x the floor", vs_floor, met, "x"))
+    r = m("ssh.local_vs_ssh")
+    rows.append(row("ssh: Local tasks/s vs ssh tasks/s", "<= 2x", r, None if r is None else r <= 2))
+    r = m("ssh.payload_vs_floor")
+    name = "ssh: 100 MB to each of 2 nodes vs raw channels"
+    rows.append(row(name, ">= 0.70 of the floor", r, None if r is None else r >= 0.7))
     r = m("collections.vs_noop")
     name = "collections: strong increment p50 vs no-op round trip"
     rows.append(row(name, "<= 2x", r, None if r is None else r <= 2))
     r = m("collections.eventual_vs_strong")
     name = "collections: eventual vs strong increments/s"
     rows.append(row(name, ">= 10x", r, None if r is None else r >= 10))
+    for mode in case_defaults.DEFAULTS:
+        r = m(f"defaults.p50_{mode}_vs_quiet")
+        name = f"defaults ({mode}): no-op p50 vs console=False, logging=False"
+        rows.append(row(name, "within 10% (<= 1.10x)", r, None if r is None else r <= 1.1))
+        r = m(f"defaults.tps_{mode}_vs_quiet")
+        name = f"defaults ({mode}): tasks/s vs console=False, logging=False"
+        rows.append(row(name, "within 10% (>= 0.90x)", r, None if r is None else r >= 0.9))
     for executor in ("thread", "process"):
         total = m(f"collections.total_{executor}")
         met = None if total is None else total == case_collections.TOTAL
@@ -381,8 +426,14 @@ def main(argv: list[str] | None = None) -> int:
         results += run_joblib(config, args.peer_names)
     if "ssh" in args.cases:
         results += run_ssh(config, args.peer_names)
+    if "bootstrap" in args.cases:
+        results += run_bootstrap(config, args.peer_names)
+    if "linger" in args.cases:
+        results += run_linger(config, args.peer_names)
     if "collections" in args.cases:
         results += run_collections(config, args.peer_names)
+    if "defaults" in args.cases:
+        results += run_defaults(config, args.peer_names)
     by_key = {f.key: f for f in (*results, *floor)}
     goals = targets(by_key)
     elapsed = time.perf_counter() - began

@@ -14,7 +14,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ["floor", "start", "latency", "throughput", "payload", "joblib", "ssh", "collections"]
+CASES = [
+    "floor", "start", "latency", "throughput", "payload", "joblib", "ssh", "bootstrap", "linger",
+    "collections",
+]
 ROWS = {
     "start": ["start.pool2", "start.shutdown2", "start.pool4", "start.shutdown4"],
     "latency": ["latency.p50", "latency.p99", "latency.vs_pipe", "latency.vs_mp_pipe"],
@@ -23,7 +26,11 @@ ROWS = {
     "joblib": ["joblib.wall"],
     "ssh": [
         "ssh.p50", "ssh.tasks_per_s", "ssh.cold_start_s", "ssh.warm_start_s", "ssh.floor_p50", "ssh.vs_floor",
+        "ssh.local_tasks_per_s", "ssh.local_vs_ssh", "ssh.payload_MBps", "ssh.payload_floor_MBps",
+        "ssh.payload_vs_floor", "ssh.payload_one_MBps", "ssh.channel_MBps",
     ],
+    "bootstrap": ["bootstrap.cold_s", "bootstrap.floor_s", "bootstrap.vs_floor", "bootstrap.overlap"],
+    "linger": ["linger.new_pool_s", "linger.adopted_pool_s"],
     "collections": [
         "collections.increment_p50", "collections.noop_p50", "collections.vs_noop",
         "collections.strong_per_s", "collections.eventual_per_s", "collections.eventual_vs_strong",

@@ -16,6 +16,7 @@ from ssh_hosts import SSHHosts, SSHServer, cmdline, parent_pid, pid_alive, proce
 from skyward.messages import Hello, TaskMessage, function_key, pickle_function
 from skyward.task.instance import InstanceInfo
 from skyward.transport.ssh import SSHChannel, SSHRunner, connect, worker_command
+from skyward.transport.ssh_outbox import CHUNK
 from skyward.wire import Frame, Kind
 
 
@@ -86,6 +87,51 @@ def test_a_task_round_trips_and_close_stops_the_worker(ssh_hosts: SSHHosts) -> N
 
     worker = asyncio.run(scenario())
     assert wait_until(lambda: not pid_alive(worker), timeout=5)
+
+
+def test_frames_sent_in_one_loop_iteration_leave_in_one_write_after_the_first(ssh_hosts: SSHHosts) -> None:
+    """asyncssh writes each packet as two socket writes: a burst of frames (a pump placing a
+    `map`'s tasks) goes as one packet after the first frame, which leaves at once."""
+
+    async def scenario() -> tuple[list[int], list[Frame]]:
+        harness = Harness(ssh_hosts.servers[0], ssh_hosts)
+        channel = await harness.start()
+        writes: list[int] = []
+        real = channel._chan.write
+        channel._chan.write = lambda data: (writes.append(len(data)), real(data))[1]
+        await asyncio.sleep(0)  # a fresh loop iteration
+        for task_id in range(1, 21):  # a FUNCTION and a TASK frame each: 40 sends
+            harness.run(task_id, pow, 2, task_id)
+        results = [await asyncio.wait_for(harness.frames.get(), 30) for _ in range(20)]
+        sent = list(writes)
+        await channel.close()
+        return sent, results
+
+    writes, results = asyncio.run(scenario())
+    answers = sorted((frame.id, frame.kind, frame.payload) for frame in results)
+    assert answers == [(i, Kind.RESULT, 2**i) for i in range(1, 21)]
+    assert len(writes) == 2
+
+
+def test_a_large_argument_is_handed_to_asyncssh_in_slices_as_it_is_sent(ssh_hosts: SSHHosts) -> None:
+    """asyncssh copies each write whole before sending it: a 20 MB argument goes in slices
+    (`ssh_outbox.CHUNK`), each when asyncssh has sent the ones before, and arrives whole."""
+
+    async def scenario() -> tuple[list[int], Frame]:
+        harness = Harness(ssh_hosts.servers[0], ssh_hosts)
+        channel = await harness.start()
+        writes: list[int] = []
+        real = channel._chan.write
+        channel._chan.write = lambda data: (writes.append(len(data)), real(data))[1]
+        harness.run(1, len, bytearray(os.urandom(20 * 1024 * 1024)))  # random: lz4 leaves it whole
+        result = await asyncio.wait_for(harness.frames.get(), 60)
+        await channel.close()
+        return writes, result
+
+    writes, result = asyncio.run(scenario())
+    assert (result.kind, result.id, result.payload) == (Kind.RESULT, 1, 20 * 1024 * 1024)
+    assert sum(writes) > 20 * 1024 * 1024
+    assert max(writes) <= CHUNK < 20 * 1024 * 1024
 
 
 def test_kill_takes_the_workers_whole_process_group(ssh_hosts: SSHHosts) -> None:

@@ -30,17 +30,22 @@ class Scheduler:
         # node takes map tasks beyond its slots, so a map never overtakes work sent before it.
         self._exclusive: set[TaskState] = set()
         self._pump_scheduled = False
+        #: Whether any handle's channel can be written from a caller's thread (`idle_node`): not
+        #: on SSH, where looking for an idle node cost each lone `>>` ~5 us for nothing.
+        self._direct = False
 
     # -- the worker handles ---------------------------------------------------------------------------
 
     def add(self, node: NodeHandle) -> None:
         """Place tasks on `node` from now on (it answered its handshake)."""
         self._nodes[node.key] = node
+        self._direct = any(n.channel.can_send_now for n in self._nodes.values())
 
     def remove(self, node: NodeHandle) -> bool:
         """Place nothing more on `node`; False if it was not (or no longer) this key's handle."""
         if self._nodes.get(node.key) is node:
             del self._nodes[node.key]
+            self._direct = any(n.channel.can_send_now for n in self._nodes.values())
             return True
         return False
 
@@ -71,6 +76,7 @@ class Scheduler:
         """Forget every handle (the pool stops); returns them."""
         nodes = list(self._nodes.values())
         self._nodes.clear()
+        self._direct = False
         return nodes
 
     # -- the queue --------------------------------------------------------------------------------------
@@ -105,7 +111,7 @@ class Scheduler:
         single values only. A stale answer costs at most one task beyond a node's slots, which
         the worker queues; the loop confirms the placement when it registers the task.
         """
-        if self._queue or self._pump_scheduled:
+        if not self._direct or self._queue or self._pump_scheduled:
             return None
         exclusive = self._exclusive  # the loop may replace or grow it meanwhile
         if exclusive and any(not t.done for t in list(exclusive)):

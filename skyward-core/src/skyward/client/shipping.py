@@ -2,10 +2,13 @@
 
 cloudpickle ships a function either by reference (module and name, for a function the worker can
 import) or by value (code, closure and the globals it uses, for `__main__`, notebooks, closures).
-By-value bytes capture the globals as they are at dispatch, so they are pickled again for every
-dispatch (a `map` pickles once for all its items): a global changed between two calls reaches the
-second one. By-reference bytes depend only on the name, so they are computed once per function
-and reused: a sequential loop of `>>` on an imported function pays nothing for it.
+By-value bytes capture the globals as they are at dispatch: a global changed between two calls
+reaches the second one. They are made again unless everything they capture is the very object it
+was last time and cannot change in place (`skyward.client.captures`: numbers, strings, tuples of
+them, modules, importable functions): then the last bytes are reused, which is what a script's
+sequential loop of `>>` mostly hits. A function capturing a list, a dict or an array is pickled at
+every dispatch (a `map` pickles once for all its items). By-reference bytes depend only on the
+name, so they are computed once per function and reused.
 
 A worker keeps the functions it was sent, by key, so a function travels to it once. What it keeps
 is bounded (`FunctionLedger`): the client decides what each worker drops, and says so in the
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import types
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -24,6 +28,7 @@ from typing import Any
 import attrs
 import cloudpickle
 
+from skyward.client.captures import captures, same
 from skyward.function import is_generator_function
 from skyward.messages import function_key, pickle_function
 from skyward.wire import Kind, encode
@@ -46,6 +51,16 @@ class ShippedFunction:
 _by_reference: weakref.WeakKeyDictionary[Any, ShippedFunction] = weakref.WeakKeyDictionary()
 
 
+#: By-value functions last shipped, by code object: what they captured and the bytes it made.
+_by_value: OrderedDict[types.CodeType, tuple[list[Any], ShippedFunction]] = OrderedDict()
+_by_value_lock = threading.Lock()
+#: How many by-value functions `_by_value` remembers (the least recently shipped go first), and
+#: the most bytes of pickles it keeps: a larger function is pickled at every dispatch, as before.
+BY_VALUE_ENTRIES = 256
+BY_VALUE_BYTES = 64 << 20
+_by_value_bytes = [0]
+
+
 def ship(fn: Any, name: str) -> ShippedFunction:
     """The bytes a worker needs to run `fn` (pickled now, or reused when they cannot change)."""
     try:
@@ -54,12 +69,36 @@ def ship(fn: Any, name: str) -> ShippedFunction:
         shipped = None
     if shipped is not None and pickled_by_reference(fn):  # still: its module may since be by value
         return shipped
+    by_reference = pickled_by_reference(fn)
+    captured = None
+    if not by_reference and type(fn) is types.FunctionType:
+        captured = captures(fn, pickled_by_reference)
+    if captured is not None:
+        with _by_value_lock:
+            last = _by_value.get(fn.__code__)
+        if last is not None and same(last[0], captured):
+            return last[1]
     data = pickle_function(fn, name)
     shipped = ShippedFunction(function_key(data), data, is_generator_function(fn))
-    if pickled_by_reference(fn):
+    if by_reference:
         with contextlib.suppress(TypeError):  # not weak-referenceable: pickled again next time
             _by_reference[fn] = shipped
+    elif captured is not None and len(data) <= BY_VALUE_BYTES // 4:
+        _remember(fn.__code__, captured, shipped)
     return shipped
+
+
+def _remember(code: types.CodeType, captured: list[Any], shipped: ShippedFunction) -> None:
+    """Keep `shipped` for the next dispatch of `code`, within `BY_VALUE_ENTRIES` and `BY_VALUE_BYTES`."""
+    with _by_value_lock:
+        old = _by_value.pop(code, None)
+        if old is not None:
+            _by_value_bytes[0] -= len(old[1].data)
+        _by_value[code] = (captured, shipped)
+        _by_value_bytes[0] += len(shipped.data)
+        while len(_by_value) > BY_VALUE_ENTRIES or _by_value_bytes[0] > BY_VALUE_BYTES:
+            _, (_, dropped) = _by_value.popitem(last=False)
+            _by_value_bytes[0] -= len(dropped.data)
 
 
 def pickled_by_reference(fn: Any) -> bool:

@@ -32,6 +32,7 @@ from skyward.transport.ssh_connect import (
     pool_key,
     remove_pool_key,
 )
+from skyward.transport.ssh_outbox import Outbox
 from skyward.wire import FrameDecoder, Kind, encode
 
 __all__ = [
@@ -42,8 +43,6 @@ __all__ = [
 
 #: Receive window of a worker channel: large, so a big result streams without stalls.
 WINDOW = 16 * 1024 * 1024
-#: Frame parts smaller than this are joined into one write (one SSH packet).
-COALESCE = 64 * 1024
 #: Bytes of a dead worker's stderr kept for the error message.
 STDERR_TAIL = 8192
 
@@ -60,6 +59,14 @@ class _Session(asyncssh.SSHClientSession):  # type: ignore[misc]
 
     def eof_received(self) -> bool:
         return False
+
+    def pause_writing(self) -> None:
+        if self._channel._outbox is not None:
+            self._channel._outbox.pause()
+
+    def resume_writing(self) -> None:
+        if self._channel._outbox is not None:
+            self._channel._outbox.resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._channel._on_lost(exc)
@@ -82,12 +89,14 @@ class SSHChannel(Channel):
         self._closed = False  # no more on_closed: close() was called or the loss was reported
         self._gone = asyncio.Event()
         self._kill_task: asyncio.Task[None] | None = None
+        self._outbox: Any = None  # an Outbox once the channel is open
 
     async def open(self) -> SSHChannel:
         """Start the remote command; frames are delivered after `start()`."""
         self._chan, _ = await self._conn.create_session(
             lambda: _Session(self), self._command, encoding=None, window=WINDOW
         )
+        self._outbox = Outbox(self._chan, self._report)
         return self
 
     @property
@@ -138,6 +147,8 @@ class SSHChannel(Channel):
 
     def _on_lost(self, exc: BaseException | None) -> None:
         self._gone.set()
+        if self._outbox is not None:
+            self._outbox.clear()
         if exc is None and self._stderr.strip():
             exc = ConnectionError(f"the worker exited; its stderr ends with:\n{self.stderr_tail.strip()}")
         self._report(exc)
@@ -151,25 +162,11 @@ class SSHChannel(Channel):
     # -- sending ---------------------------------------------------------------------------------
 
     def send_parts(self, parts: list[Any]) -> None:
-        chan = self._chan
-        if self._closed or chan is None:
+        """Queue frames: the first of a loop iteration leaves at once, the rest at its end, large
+        buffers as the window opens (see `skyward.transport.ssh_outbox`)."""
+        if self._closed or self._outbox is None:
             return
-        try:
-            # One SSH packet per small frame rather than one per part; large buffers go as they are
-            # (asyncssh copies what it is given once, so joining them would only add a copy).
-            small = bytearray()
-            for part in parts:
-                if len(part) < COALESCE:
-                    small += part
-                    continue
-                if small:
-                    chan.write(small)
-                    small = bytearray()
-                chan.write(part)
-            if small:
-                chan.write(small)
-        except (BrokenPipeError, OSError) as exc:
-            self._report(exc)
+        self._outbox.send(parts)
 
     # -- stopping --------------------------------------------------------------------------------
 
@@ -180,6 +177,7 @@ class SSHChannel(Channel):
         if not self._closed:
             with contextlib.suppress(Exception):
                 self.send_parts(encode(Kind.SHUTDOWN, 0))
+                await self._outbox.drained(timeout)  # what is still queued goes before the EOF
                 chan.write_eof()  # stdin EOF: the worker exits even if it missed SHUTDOWN
         self._closed = True
         try:
