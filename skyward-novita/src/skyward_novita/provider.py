@@ -50,6 +50,8 @@ DELETE_ATTEMPTS = 4
 
 class NovitaProvider(CloudProvider):
     name = "novita"
+    #: A parked pool is adopted as it is: nothing of a pool is kept on the provider but its API.
+    lingers = True
     #: Never used: every guarded node ends itself through the API (`end_machine_command`).
     shutdown_command = None
 

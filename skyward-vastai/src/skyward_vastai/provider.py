@@ -47,6 +47,8 @@ GONE_STATES = ("destroying", "destroyed", "deleted", "terminated")
 
 class VastAIProvider(CloudProvider):
     name = "vastai"
+    #: A parked pool is adopted by label and pinned host key; `resume_cloud` restores the search.
+    lingers = True
 
     def __init__(self, config: VastAI, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
@@ -81,6 +83,12 @@ class VastAIProvider(CloudProvider):
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id))
 
     # -- launch ------------------------------------------------------------------------------------
+
+    async def resume_cloud(self, cluster: Cluster) -> None:
+        """A parked pool's search, for nodes it may still launch (offers are found when needed)."""
+        self._query = OfferQuery.for_spec(cluster.spec, self.config)
+        self._allocation = cluster.spec.allocation
+        self._offers = []
 
     async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
         """Rent one machine per node, one after the other so that no two nodes share a machine."""
@@ -180,7 +188,8 @@ class VastAIProvider(CloudProvider):
             return None
         host, port = address
         assert self.access is not None
-        answer = await answers_with(host, port, self.access.host_key_public)
+        # An adopted (parked) instance keeps the host key its pool gave it: that one is expected.
+        answer = await answers_with(host, port, instance.host_key or self.access.host_key_public)
         if answer is None:
             return None
         if answer is False and not self._grace_over(instance):
