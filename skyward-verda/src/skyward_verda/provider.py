@@ -49,6 +49,9 @@ class VerdaProvider(CloudProvider):
     name = "verda"
     #: Never used: every guarded node ends itself through the API (`end_machine_command`).
     shutdown_command = None
+    #: A parked pool's startup scripts and key are in `cluster.state`; `resume_cloud` sets its
+    #: scripts aside (they hold the parked pool's host key) for new ones, all deleted at release.
+    lingers = True
 
     def __init__(self, config: Verda, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
@@ -56,7 +59,6 @@ class VerdaProvider(CloudProvider):
         self.credentials = resolve_credentials(config.client_id, config.client_secret)
         self.api = VerdaAPI(self.credentials, config.url)
         self._log = structlog.get_logger(LOGGER)
-        self._scripts: dict[int, str] = {}
         self._foreign_key_since: dict[str, float] = {}
         self.poll_interval = 2.0
 
@@ -112,15 +114,16 @@ class VerdaProvider(CloudProvider):
         """The `POST /instances` body, with the node's startup script saved first (once)."""
         assert self.access is not None
         host = hostname(cluster.id, node)
-        if node not in self._scripts:
+        scripts = _scripts(cluster)
+        if node not in scripts:
             guardian = self.boot_guardian(cluster, node, end_command(self.config.url, host))
             script = startup_script(self.access, self.credentials, guardian)
-            self._scripts[node] = await self.api.add_script(host, script)
+            scripts[node] = await self.api.add_script(host, script)
         return {
             "instance_type": offer.type.name,
             "image": self.config.image,
             "ssh_key_ids": [cluster.state["ssh_key"]],
-            "startup_script_id": self._scripts[node],
+            "startup_script_id": scripts[node],
             "hostname": host,
             "description": f"Skyward pool {cluster.id}, node {node}",
             "location_code": offer.location,
@@ -146,7 +149,8 @@ class VerdaProvider(CloudProvider):
                 continue
             port = self.config.ssh_port
             assert self.access is not None
-            answer = await answers_with(str(ip), port, self.access.host_key_public)
+            # An adopted (parked) instance keeps the host key its pool gave it: that one is expected.
+            answer = await answers_with(str(ip), port, instance.host_key or self.access.host_key_public)
             if answer is None or (answer is False and not self._grace_over(instance)):
                 continue
             ready.append(attrs.evolve(instance, public_ip=str(ip), private_ip=str(ip), ssh_port=port))
@@ -192,14 +196,28 @@ class VerdaProvider(CloudProvider):
             if row.get("id") and str(row.get("hostname", "")).startswith(prefix) and not gone(row)
         ]
 
+    async def resume_cloud(self, cluster: Cluster) -> None:
+        """A parked pool's startup scripts carry its machines' host key, not this pool's: a node
+        launched from now on gets a new one; the old ones are deleted at release with the rest."""
+        stale = [*cluster.state.get("stale_scripts", []), *_scripts(cluster).values()]
+        cluster.state["stale_scripts"], cluster.state["scripts"] = stale, {}
+
     async def release(self, cluster: Cluster) -> None:
         """Delete the nodes' startup scripts (they hold the host key and credentials) and the
         pool's login key; the HTTP session is closed last."""
         try:
-            for script_id in self._scripts.values():
+            scripts = _scripts(cluster)
+            for script_id in [*scripts.values(), *cluster.state.get("stale_scripts", [])]:
                 await self.api.delete_script(script_id)
-            self._scripts.clear()
+            scripts.clear()
+            cluster.state["stale_scripts"] = []
             if cluster.state.get("ssh_key"):
                 await self.api.delete_ssh_key(cluster.state["ssh_key"])
         finally:
             await self.api.close()
+
+
+def _scripts(cluster: Cluster) -> dict[int, str]:
+    """The pool's startup scripts by node, kept in `cluster.state` (a parked pool's travel with it)."""
+    scripts: dict[int, str] = cluster.state.setdefault("scripts", {})
+    return scripts

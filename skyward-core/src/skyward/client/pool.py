@@ -176,7 +176,7 @@ class Pool:
     def hold_machines(self) -> bool:
         """Record this running pool's machines so that a process started after this one crashed
         can start the pool again on them (a pool server does: skyward/server/pools.py). True when
-        the provider keeps such a record (clouds that linger: AWS, RunPod, Vast.ai, Novita); the
+        the provider keeps such a record (the clouds, which linger); the
         pool's own exit removes it."""
         if self._state != "running" or self._loop_thread is None:
             return False

@@ -273,7 +273,7 @@ class Pools:
         Pools on machines that outlive the server and can be reached again are started again
         under the same name: Local and SSH pools on the same node folders of the same hosts (venv
         reused, the guardian's lease renewed before it lapses), and a cloud pool whose provider
-        held its machines' record (AWS, RunPod, Vast.ai, Novita: `Pool.hold_machines`) on those
+        held its machines' record (every cloud package's: `Pool.hold_machines`) on those
         machines, adopted as a lingering pool's are (`providers/linger.py`) if their guardians
         have not ended them yet (else on new ones). A pool on any other provider is not
         reconnected to: its machines, found by the pool's mark, are ended through the provider's
