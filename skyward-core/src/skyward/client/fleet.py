@@ -464,12 +464,6 @@ class Fleet:
 
     # -- stop --------------------------------------------------------------------------------------------
 
-    async def hold(self) -> bool:
-        """Ask the provider to record the running machines for a restart (`Provider.hold`)."""
-        if self.provider is None or self.cluster is None:
-            return False
-        return bool(await self.provider.hold(self.cluster, list(self.instances.values())))
-
     def stop_timeout(self) -> float:
         """How long the whole stop may take: the workers' `shutdown_timeout`, then the release."""
         return float(self.options.shutdown_timeout) + release.bound(self.provider)

@@ -178,9 +178,11 @@ class Pool:
         can start the pool again on them (a pool server does: skyward/server/pools.py). True when
         the provider keeps such a record (the clouds, which linger); the
         pool's own exit removes it."""
-        if self._state != "running" or self._loop_thread is None:
+        fleet = self._fleet
+        if self._state != "running" or self._loop_thread is None or fleet.cluster is None:
             return False
-        return bool(self._loop_thread.run(self._fleet.hold(), timeout=60))
+        held = fleet.provider.hold(fleet.cluster, list(fleet.instances.values()))
+        return bool(self._loop_thread.run(held, timeout=60))
 
     async def _start(self) -> None:
         await self._fleet.start()

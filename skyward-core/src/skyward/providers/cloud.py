@@ -21,7 +21,7 @@ half-launched), `retry_capacity`, `first_created` (offers tried in order, "no ca
 over to the next) and `confirm_gone` (a deletion waited out until the cloud stops listing it).
 
 Everything after a machine has an address is `RemoteNodes`' (the same SSH transport, bootstrap
-and worker as `sky.SSH`). Trust is set up before the machine exists: `MachineAccess` makes a
+and worker as `sky.SSH`). Trust is set up before the machine exists: `MachineAccess` (`access.py`) makes a
 login key for the pool (`~/.skyward/keys/<pool>_ed25519`) and a *host* key for the machines, and
 the provider hands both to the machine at creation (cloud-init user data, a container's start
 command). The pool then pins that host key: a machine that answers with any other key is refused,
@@ -32,21 +32,18 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import base64
-import json
-import shlex
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import asyncssh
 import attrs
 import structlog
 
 from skyward.errors import CapacityError, ProvisionError
 from skyward.observe.events import InstanceLaunched, InstanceRunning
-from skyward.observe.logging import register_secret
 from skyward.options import Options
+from skyward.providers.access import HOST_KEY_VARIABLE as HOST_KEY_VARIABLE
+from skyward.providers.access import MachineAccess as MachineAccess
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.providers.remote import RemoteNodes
 from skyward.retry import backoff, retry
@@ -66,92 +63,6 @@ DEFAULT_PROVISION_TIMEOUT = 600.0
 DEFAULT_RETRY_DELAY = 5.0
 #: How often `wait_for_addresses` reads the machines back.
 POLL_INTERVAL = 2.0
-#: The environment variable a container's start command reads the host key from (base64).
-HOST_KEY_VARIABLE = "SKYWARD_SSH_HOST_KEY"
-
-
-@attrs.frozen(repr=False)
-class MachineAccess:
-    """The keys a new machine is given so that the pool can log in to it and trust it.
-
-    `login_key` is the pool's public key (for `authorized_keys`); `host_key` / `host_key_public`
-    the machine's SSH host key pair, made here so it is known before the machine answers. The
-    private half is a secret: it is kept out of `repr` and registered for masking in logs.
-    """
-
-    login_key: str
-    host_key: str
-    host_key_public: str
-
-    @classmethod
-    def create(cls, login_key: str) -> MachineAccess:
-        key = asyncssh.generate_private_key("ssh-ed25519", comment="skyward host")
-        private = key.export_private_key().decode()
-        access = cls(login_key, private, key.export_public_key().decode().strip())
-        register_secret(access.host_key_b64)
-        for line in private.splitlines():
-            if len(line) > 20 and not line.startswith("-----"):
-                register_secret(line)
-        return access
-
-    def __repr__(self) -> str:
-        return f"MachineAccess(login_key={self.login_key!r}, host_key_public={self.host_key_public!r})"
-
-    @property
-    def host_key_b64(self) -> str:
-        """The private host key in one line, for an environment variable."""
-        return base64.b64encode(self.host_key.encode()).decode()
-
-    def cloud_config(self, guardian: BootGuardian | None = None, user: str | None = None) -> str:
-        """cloud-init user data that installs the host key and authorises the login key.
-
-        `ssh_keys` replaces the image's generated host keys with ours (`ssh_deletekeys`), so the
-        machine can only answer with the key the pool pins. With `guardian`, `runcmd` also starts
-        the node's guardian at boot (`skyward.guardian.boot`), as `user` (the login the pool
-        will use, so that its first login finds and adopts it; None: root), its source inlined.
-        """
-        indented = "\n".join(f"    {line}" for line in self.host_key.strip().splitlines())
-        lines = [
-            "#cloud-config",
-            "ssh_deletekeys: true",
-            "ssh_genkeytypes: []",
-            "ssh_keys:",
-            "  ed25519_private: |",
-            indented,
-            f"  ed25519_public: {self.host_key_public}",
-            "ssh_authorized_keys:",
-            f"  - {self.login_key}",
-        ]
-        if guardian is not None:
-            line = guardian.command(home='"${HOME:-/root}"', inline=True)
-            argv = ["su", "-", user, "-c", line] if user else ["sh", "-c", line]
-            lines += ["runcmd:", f"  - {json.dumps(argv)}"]
-        return "\n".join(lines) + "\n"
-
-    def container_script(
-        self, ssh_dir: str = "/etc/ssh", home: str = "/root", guardian: BootGuardian | None = None
-    ) -> str:
-        """Shell lines a container runs as root before its sshd starts: install the host key
-        (from `$SKYWARD_SSH_HOST_KEY`) as the only one, and authorise the login key for root.
-        With `guardian`, then start the node's guardian (`skyward.guardian.boot`; its source from
-        `$SKYWARD_GUARDIAN`, which the provider sets in the container's environment)."""
-        q = shlex.quote
-        key = f"{ssh_dir}/ssh_host_ed25519_key"
-        dot_ssh = f"{home}/.ssh"
-        boot = [guardian.command(home=f'"${{HOME:-{home}}}"')] if guardian is not None else []
-        return "; ".join([
-            f"mkdir -p {q(ssh_dir)} {q(dot_ssh)}",
-            f"rm -f {q(ssh_dir)}/ssh_host_*_key {q(ssh_dir)}/ssh_host_*_key.pub",
-            f'printf %s "${HOST_KEY_VARIABLE}" | base64 -d > {q(key)}',
-            f"chmod 600 {q(key)}",
-            f"printf '%s\\n' {q(self.host_key_public)} > {q(key)}.pub",
-            f"printf '%s\\n' {q(self.login_key)} >> {q(dot_ssh)}/authorized_keys",
-            f"chmod 700 {q(dot_ssh)}",
-            f"chmod 600 {q(dot_ssh)}/authorized_keys",
-            *boot,
-        ])
-
-
 async def with_backoff(
     attempt: Callable[[], Awaitable[T]],
     *,
