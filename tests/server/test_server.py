@@ -258,6 +258,27 @@ def test_files_go_up_to_every_node_and_come_back_down(server: Server, tmp_path: 
         server.sky("compute", "delete", "files")
 
 
+def test_a_file_of_several_chunks_goes_up_and_comes_back_whole(server: Server, tmp_path: Path) -> None:
+    import os
+
+    from skyward.server.files import CHUNK
+
+    assert server.sky("compute", "create", "blobs", "--provider", "local", "--nodes", "2").returncode == 0
+    try:
+        blob = server.root / "blob.bin"
+        blob.write_bytes(os.urandom(3 * CHUNK + 7))  # random: several chunks once gzipped
+        target = tmp_path / "blobs-on-nodes"
+        up = server.sky("compute", "upload", "blobs", "blob.bin", str(target), "--json")
+        assert up.returncode == 0, up.stderr
+        assert (target / "blob.bin").read_bytes() == blob.read_bytes()
+        back = tmp_path / "blobs-back"
+        down = server.sky("compute", "download", "--node", "1", "blobs", str(target / "blob.bin"), str(back))
+        assert down.returncode == 0, down.stderr
+        assert (back / "blob.bin").read_bytes() == blob.read_bytes()
+    finally:
+        server.sky("compute", "delete", "blobs")
+
+
 def test_view_shows_the_pools_latest_metrics_and_events(server: Server, warm: str) -> None:
     deadline = time.monotonic() + 30
     while True:

@@ -240,9 +240,14 @@ def upload(name: str, source: Path, destination: str, node: str, url: str | None
     A relative DESTINATION is relative to the worker's working folder (where a task's relative
     paths point); SOURCE arrives under its own name: `upload dev data/ inputs` makes inputs/data/.
     """
-    from skyward.server.files import pack
+    import tempfile
 
-    written = _client(url).upload(name, pack(str(source)), destination, node)
+    from skyward.server.files import pack_file
+
+    with tempfile.TemporaryFile(prefix="skyward-upload-") as archive:  # on disk, never whole in memory
+        pack_file(str(source), archive)
+        archive.seek(0)
+        written = _client(url).upload(name, archive, destination, node)
     if as_json:
         emit_json({"written": written})
         return
@@ -259,9 +264,9 @@ def upload(name: str, source: Path, destination: str, node: str, url: str | None
 @json_option
 def download(name: str, source: str, destination: Path, node: str, url: str | None, as_json: bool) -> None:
     """Copy SOURCE (a file or a folder on a node) into the local folder DESTINATION."""
-    from skyward.server.files import unpack
+    from skyward.server.files import unpack_chunks
 
-    written = unpack(_client(url).download(name, source, node), str(destination))
+    written = unpack_chunks(_client(url).download(name, source, node), str(destination))
     if as_json:
         emit_json({"written": written})
     else:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import socket
 import urllib.parse
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 from skyward.errors import SkywardError
 
@@ -47,10 +48,14 @@ class Client:
               ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         connection = self._connect(self.timeout if timeout is None else timeout)
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
-        payload = None
+        payload: Any = None
         if isinstance(body, bytes):
             payload = body
             headers["Content-Type"] = "application/octet-stream"
+        elif hasattr(body, "read"):  # a file: sent in blocks as http.client reads it
+            payload = body
+            headers["Content-Type"] = "application/octet-stream"
+            headers["Content-Length"] = str(os.fstat(body.fileno()).st_size - body.tell())
         elif body is not None:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
@@ -128,7 +133,8 @@ class Client:
         body = {"script": script, "source": source, "argv": argv, "node": node}
         return self.stream("POST", f"/v1/pools/{_quote(name)}/run", body)
 
-    def upload(self, name: str, archive: bytes, destination: str, node: str) -> dict[str, list[str]]:
+    def upload(self, name: str, archive: BinaryIO, destination: str, node: str) -> dict[str, list[str]]:
+        """Send the open tar.gz file `archive` (read in blocks, never whole) to be unpacked."""
         query = urllib.parse.urlencode({"destination": destination, "node": node})
         path = f"/v1/pools/{_quote(name)}/files?{query}"
         connection, response = self._send("PUT", path, archive, timeout=None)
@@ -137,13 +143,20 @@ class Client:
         finally:
             connection.close()
 
-    def download(self, name: str, path: str, node: str) -> bytes:
+    def download(self, name: str, path: str, node: str, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """`path` on the node as a tar.gz, in chunks of at most `chunk` bytes as they arrive (the
+        request is sent now: a missing path raises here)."""
         query = urllib.parse.urlencode({"path": path, "node": node})
         connection, response = self._send("GET", f"/v1/pools/{_quote(name)}/files?{query}", timeout=None)
-        try:
-            return response.read()
-        finally:
-            connection.close()
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                while data := response.read(chunk):
+                    yield data
+            finally:
+                connection.close()
+
+        return chunks()
 
     def view(self, name: str) -> dict[str, Any]:
         return dict(self.call("GET", f"/v1/pools/{_quote(name)}/view"))

@@ -15,8 +15,8 @@ Routes (JSON in and out; errors are `{"error": "..."}` with a 4xx status):
   also after it was deleted;
 - `GET /v1/pools/NAME/view`: the pool, its nodes' latest metric samples and its last 20 events
   (`sky compute view`);
-- `PUT /v1/pools/NAME/files?destination=D&node=N` (a tar.gz body) and
-  `GET /v1/pools/NAME/files?path=P&node=N` (a tar.gz answer): `sky compute upload|download`;
+- `PUT /v1/pools/NAME/files?destination=D&node=N` (a tar.gz body, spooled to a file) and
+  `GET /v1/pools/NAME/files?path=P&node=N` (a tar.gz answer, streamed): `sky compute upload|download`;
 - `POST /v1/pools/NAME/call`: one dispatch of an attached Python client, a pickle in and out
   (`skyward.server.dispatch`).
 - `GET /v1/pools/NAME/events`: the pool's live events as pickled frames, for an attached client's
@@ -33,6 +33,7 @@ import contextlib
 import hmac
 import json
 import os
+import tempfile
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -166,26 +167,33 @@ def create_app(pools: Pools, token: str, info: dict[str, Any]) -> ASGIApp:
 
     async def upload(request: Request) -> Response:
         name, query = request.path_params["name"], request.query_params
+        # The archive is spooled to a file as it arrives (never whole in memory), then streamed on.
+        spool = tempfile.NamedTemporaryFile(prefix="skyward-upload-", suffix=".tar.gz", delete=False)
         try:
-            data = await request.body()
-            written = await run_in_threadpool(pools.upload, name, query.get("node", "head"), data,
+            with spool:
+                async for chunk in request.stream():
+                    await run_in_threadpool(spool.write, chunk)
+            written = await run_in_threadpool(pools.upload, name, query.get("node", "head"), spool.name,
                                               query.get("destination", "."))
         except RequestError as error:
             return _error(error)
         except Exception as error:  # noqa: BLE001 - a path the node cannot write is the caller's error
             return _error(RequestError(f"{type(error).__name__}: {error}"))
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(spool.name)
         return JSONResponse({"written": written})
 
     async def download(request: Request) -> Response:
         name, query = request.path_params["name"], request.query_params
         try:
             node, path = query.get("node", "head"), query.get("path", "")
-            data = await run_in_threadpool(pools.download, name, node, path)
+            chunks = await run_in_threadpool(pools.download, name, node, path)
         except RequestError as error:
             return _error(error)
         except Exception as error:  # noqa: BLE001 - a missing path on the node is the caller's error
             return _error(RequestError(f"{type(error).__name__}: {error}"))
-        return Response(data, media_type="application/gzip")
+        return StreamingResponse(chunks, media_type="application/gzip")
 
     async def history(request: Request) -> Response:
         name = request.path_params["name"]

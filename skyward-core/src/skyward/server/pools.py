@@ -18,6 +18,7 @@ a row for every pool that may own machines; `restore` reads them at the next sta
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ from skyward.function import function
 from skyward.observe.events import Event, Log, Metric
 from skyward.secrets import mask
 from skyward.server.feed import EventFeed
-from skyward.server.files import pack, unpack
+from skyward.server.files import file_chunks, pack_chunks, unpack_chunks
 from skyward.server.script import run_script
 from skyward.server.store import Store
 
@@ -373,20 +374,28 @@ class Pools:
             raise RequestError(f"--node {rank}: pool {name!r} has nodes 0 to {nodes - 1}")
         return held, [rank]
 
-    def upload(self, name: str, node: str, data: bytes, destination: str) -> dict[str, list[str]]:
-        """Unpack the tar.gz `data` into `destination` on the nodes `node` names; paths by node."""
+    def upload(self, name: str, node: str, archive: str, destination: str) -> dict[str, list[str]]:
+        """Unpack the tar.gz file `archive` (spooled here) into `destination` on the nodes `node`
+        names, streamed to each as it reads it; the paths written, by node."""
         held, targets = self.targets(name, node)
         assert held.pool is not None
-        call = function(unpack, timeout=None)(data, destination)
-        return {str(t if t != "head" else 0): held.pool.run(call, target=t) for t in targets}
+        unpacking = function(unpack_chunks, timeout=None)
+        pool = held.pool
+        return {
+            str(t if t != "head" else 0): pool.run(unpacking(file_chunks(archive), destination), target=t)
+            for t in targets
+        }
 
-    def download(self, name: str, node: str, path: str) -> bytes:
-        """`path` on one node (`head` or a rank) as a tar.gz."""
+    def download(self, name: str, node: str, path: str) -> Iterator[bytes]:
+        """`path` on one node (`head` or a rank) as a tar.gz, in chunks as the node makes them;
+        the first is read here, so that a missing path is the request's error."""
         if node == "all":
             raise RequestError("download from one node: --node head or a rank")
         held, targets = self.targets(name, node)
         assert held.pool is not None
-        return bytes(held.pool.run(function(pack, timeout=None)(path), target=targets[0]))
+        chunks = iter(held.pool.run(function(pack_chunks, timeout=None)(path), target=targets[0]))
+        first = next(chunks, b"")
+        return itertools.chain([first], chunks)
 
     def run(self, held: Held, target: int | str, script: str, source: str, argv: list[str],
             cancel: Cancel) -> Iterator[tuple[str, Any]]:
