@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from server_support import Server, alive, wait_gone
+from ssh_hosts import SSHHosts
 
 PID_SCRIPT = """
 import os, sys
@@ -293,3 +294,26 @@ def test_view_shows_the_pools_latest_metrics_and_events(server: Server, warm: st
     assert "ClusterReady" in [event["type"] for event in seen["events"]] or len(seen["events"]) == 20
     drawn = server.sky("compute", "view", warm, "--once")
     assert "Metrics (latest)" in drawn.stdout and "Events (last 20, UTC)" in drawn.stdout
+
+
+def test_files_reach_an_ssh_pools_node_in_chunks_and_come_back(fresh: Server, ssh_host: SSHHosts) -> None:
+    import os
+
+    from test_server_restart import ssh_config, wait_ready
+
+    from skyward.server.files import CHUNK
+
+    ssh_config(ssh_host, fresh.root)
+    fresh.start()
+    assert fresh.sky("compute", "create", "remote").returncode == 0
+    wait_ready(fresh, "remote")
+    blob = fresh.root / "blob.bin"
+    blob.write_bytes(os.urandom(2 * CHUNK + 5))
+    up = fresh.sky("compute", "upload", "remote", "blob.bin", "inbox", "--json")
+    assert up.returncode == 0, up.stderr
+    (written,) = json.loads(up.stdout)["written"]["0"]
+    assert written.startswith(str(ssh_host.servers[0].home)) and written.endswith("inbox/blob.bin")
+    down = fresh.sky("compute", "download", "remote", "inbox/blob.bin", str(fresh.root / "back"))
+    assert down.returncode == 0, down.stderr
+    assert (fresh.root / "back" / "blob.bin").read_bytes() == blob.read_bytes()
+    assert fresh.sky("server", "stop").returncode == 0

@@ -149,3 +149,4 @@ def test_a_killed_servers_cloud_pool_is_ended_at_the_next_start(tmp_path: Path) 
             assert state(theirs) == "running"
         finally:
             server.close()
+
