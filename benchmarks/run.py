@@ -208,29 +208,15 @@ def run_skyward_only(case: Any, what: str, config: Config, selected: list[str]) 
     return figures
 
 
-def run_ssh(config: Config, selected: list[str]) -> list[Figure]:
-    return run_skyward_only(case_ssh, "Skyward over OpenSSH on loopback", config, selected)
-
-
-def run_bootstrap(config: Config, selected: list[str]) -> list[Figure]:
-    """A cold SSH pool against its uv install floor (case_bootstrap): only Skyward bootstraps hosts."""
-    return run_skyward_only(case_bootstrap, "cold SSH pool vs its uv install floor", config, selected)
-
-
-def run_linger(config: Config, selected: list[str]) -> list[Figure]:
-    """A pool adopting a parked pool's machines on the fake RunPod, against new pods (case_linger)."""
-    return run_skyward_only(case_linger, "Skyward on the fake RunPod", config, selected)
-
-
-def run_collections(config: Config, selected: list[str]) -> list[Figure]:
-    """Skyward's distributed collections on Local (case_collections): no peer has them here."""
-    return run_skyward_only(case_collections, "Skyward on Local", config, selected)
-
-
-def run_defaults(config: Config, selected: list[str]) -> list[Figure]:
-    """The default console and logging (piped and on a terminal) against `console=False,
-    logging=False`, three pools in turns (case_defaults)."""
-    return run_skyward_only(case_defaults, "default console and logging vs quiet, on Local", config, selected)
+#: The cases only Skyward runs (their peers have no SSH, no cloud, no collections), in the order
+#: they run, each with what the log line says it measures.
+SKYWARD_ONLY = (
+    (case_ssh, "Skyward over OpenSSH on loopback"),
+    (case_bootstrap, "cold SSH pool vs its uv install floor"),
+    (case_linger, "Skyward on the fake RunPod, parked pods against new ones"),
+    (case_collections, "Skyward's distributed collections on Local"),
+    (case_defaults, "default console and logging vs quiet, on Local"),
+)
 
 
 def run_floor(config: Config) -> list[Figure]:
@@ -424,16 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         results += run_warm(warm, config, args.peer_names)
     if "joblib" in args.cases:
         results += run_joblib(config, args.peer_names)
-    if "ssh" in args.cases:
-        results += run_ssh(config, args.peer_names)
-    if "bootstrap" in args.cases:
-        results += run_bootstrap(config, args.peer_names)
-    if "linger" in args.cases:
-        results += run_linger(config, args.peer_names)
-    if "collections" in args.cases:
-        results += run_collections(config, args.peer_names)
-    if "defaults" in args.cases:
-        results += run_defaults(config, args.peer_names)
+    for case, what in SKYWARD_ONLY:
+        if case.NAME in args.cases:
+            results += run_skyward_only(case, what, config, args.peer_names)
     by_key = {f.key: f for f in (*results, *floor)}
     goals = targets(by_key)
     elapsed = time.perf_counter() - began
