@@ -94,6 +94,13 @@ def test_pool_destroyed_line_prefers_reported_seconds_and_cost() -> None:
     assert "pool destroyed after 5.0s, ~$1.23" in out
 
 
+def test_a_lingering_pools_end_line_says_its_machines_are_still_up() -> None:
+    reason = "linger 600 s for the next pool with this spec"
+    out = _run("minimal", [ev.ClusterDestroyed(seconds=5.0, reason=reason)])
+    assert "pool ended after 5.0s; its machines linger 600 s for the next pool with this spec" in out
+    assert "destroyed" not in out
+
+
 def test_minimal_mode_shows_only_milestones() -> None:
     out = _run("minimal", _lifecycle())
     assert out.splitlines() == [

@@ -39,9 +39,12 @@ def running(pid: int) -> bool:
 
 
 def test_a_lingering_pool_leaves_its_pod_up_without_its_worker(runpod_api: FakeRunPod) -> None:
-    with runpod_pool(runpod_api, accelerator="A100", linger=True, ttl=60) as pool:
+    ended: list[sky.Event] = []
+    with runpod_pool(runpod_api, accelerator="A100", linger=True, ttl=60, on_event=ended.append) as pool:
         pid = worker_pid() >> pool
     (pod,) = runpod_api.pods
+    (last,) = [e for e in ended if isinstance(e, sky.ClusterDestroyed)]
+    assert last.reason == "linger 60 s for the next pool with this spec"
     assert runpod_api.deleted == []
     assert wait_until(lambda: not running(pid), 10), "the worker outlived its pool"
     (record,) = linger.parked()

@@ -489,10 +489,9 @@ class Fleet:
         for node in nodes:
             node.flush_logs()
         if self.provider is not None and self.cluster is not None:
-            lingering = self.options.linger and not reason and self.spec.ttl > 0
-            park_until = time.time() + self.spec.ttl if lingering else None
+            linger = float(self.spec.ttl) if self.options.linger and not reason else 0.0
             instances = list(self.instances.values())
-            await self._release.release(self.provider, self.cluster, instances, park_until)
+            reason = await self._release.release(self.provider, self.cluster, instances, linger) or reason
         self.instances.clear()
         self.bus.emit(ClusterDestroyed(
             reason=reason, seconds=time.monotonic() - self._requested_at, cost=self._spend.usd, pool=self.name

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skyward.client.spend import Spend
+from skyward.observe.console import LINGERING
 from skyward.observe.events import Error, EventBus, InstanceDestroyed
 
 #: The lease is renewed every `Spec.ttl`/3, but no more often than this and no less (seconds).
@@ -62,16 +63,14 @@ class MachineRelease:
                 self.log.warning("skyward.lease_renewal_failed", pool=self.pool, error=str(exc))
             await asyncio.sleep(lease_interval(ttl))
 
-    async def release(
-        self, provider: Any, cluster: Any, instances: list[Any], park_until: float | None = None
-    ) -> None:
+    async def release(self, provider: Any, cluster: Any, instances: list[Any], linger: float = 0.0) -> str:
         """Terminate the machines and tear down what `prepare` made, within `bound`; past it,
-        report the machines whose end was not confirmed, by id. With `park_until` (a clean exit
-        with `Options(linger=True)`), the provider may keep them for a later pool instead
-        (`Provider.park`): then nothing is terminated or torn down here."""
-        parked = park_until is not None and bool(instances)
-        if parked and await self._park(provider, cluster, instances, park_until or 0.0):
-            return
+        report the machines whose end was not confirmed, by id. With `linger` seconds (a clean
+        exit with `Options(linger=True)`), the provider may keep them for a later pool instead
+        (`Provider.park`): then nothing is terminated or torn down here, and the pool's end reason
+        says so (it begins with `LINGERING`); else the reason is empty."""
+        if linger > 0 and instances and await self._park(provider, cluster, instances, time.time() + linger):
+            return f"{LINGERING} {linger:.0f} s for the next pool with this spec"
 
         async def give_back() -> None:
             await self.terminate(provider, cluster, instances)
@@ -91,6 +90,7 @@ class MachineRelease:
             )
             self.log.error("skyward.release_unconfirmed", pool=self.pool, instances=ids, seconds=limit)
             self.report_failure(provider, what, TimeoutError("the provider's release is still under way"))
+        return ""
 
     async def _park(self, provider: Any, cluster: Any, instances: list[Any], until: float) -> bool:
         try:

@@ -39,6 +39,9 @@ ConsoleMode = Literal["rich", "minimal", "log", "silent"]
 __all__ = ["Console", "ConsoleMode", "format_duration", "resolve_mode"]
 
 _LEVEL_STYLES = {"INFO": "", "WARN": "yellow", "ERROR": "bold red"}
+#: How a `ClusterDestroyed` reason begins when the pool's machines were parked, not ended
+#: (`Options(linger=True)`): "linger 600 s for the next pool with this spec".
+LINGERING = "linger"
 
 
 def resolve_mode(mode: ConsoleMode | bool, stream: TextIO) -> ConsoleMode:
@@ -236,13 +239,15 @@ class Console:
             case ev.ShutdownRequested(reason=reason):
                 self._shutting_down = event.time
                 return _Line("INFO", f"shutting down{_suffix(reason)}")
-            case ev.ClusterDestroyed(seconds=secs, cost=cost):
+            case ev.ClusterDestroyed(seconds=secs, cost=cost, reason=reason):
                 self._shutting_down, self._pool_ready = None, False
                 if not secs and self._requested_at is not None:
                     secs = event.time - self._requested_at
                 self._requested_at = None
                 spent = f", ~${cost:.2f}" if cost else ""
                 text = f"pool destroyed after {format_duration(secs)}{spent}"
+                if reason.startswith(LINGERING):  # parked, not destroyed: say what still runs
+                    text = f"pool ended after {format_duration(secs)}{spent}; its machines {reason}"
                 if self.mode != "minimal":  # minimal: milestones only
                     text += self._summary()
                 return _Line("INFO", text, milestone=True)
