@@ -187,9 +187,7 @@ class VastAIProvider(CloudProvider):
         if address is None:
             return None
         host, port = address
-        assert self.access is not None
-        # An adopted (parked) instance keeps the host key its pool gave it: that one is expected.
-        answer = await answers_with(host, port, instance.host_key or self.access.host_key_public)
+        answer = await answers_with(host, port, self.expected_host_key(instance))
         if answer is None:
             return None
         if answer is False and not self._grace_over(instance):

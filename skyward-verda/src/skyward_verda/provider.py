@@ -148,9 +148,7 @@ class VerdaProvider(CloudProvider):
             if row.get("status") != "running" or not ip:
                 continue
             port = self.config.ssh_port
-            assert self.access is not None
-            # An adopted (parked) instance keeps the host key its pool gave it: that one is expected.
-            answer = await answers_with(str(ip), port, instance.host_key or self.access.host_key_public)
+            answer = await answers_with(str(ip), port, self.expected_host_key(instance))
             if answer is None or (answer is False and not self._grace_over(instance)):
                 continue
             ready.append(attrs.evolve(instance, public_ip=str(ip), private_ip=str(ip), ssh_port=port))

@@ -322,10 +322,8 @@ class CloudProvider(Provider):
                 running = InstanceRunning(node=instance.node, instance_id=instance.id, ip=instance.public_ip)
                 self.announce(running)
             if len(ready) == len(instances):
-                host_key = self.access.host_key_public if self.access else ""
-                return [
-                    attrs.evolve(ready[i.id], host_key=ready[i.id].host_key or host_key) for i in instances
-                ]
+                found = [ready[i.id] for i in instances]
+                return [attrs.evolve(i, host_key=self.expected_host_key(i)) for i in found]
             if time.monotonic() >= deadline:
                 missing = ", ".join(i.id for i in instances if i.id not in ready)
                 raise ProvisionError(
@@ -333,6 +331,11 @@ class CloudProvider(Provider):
                     "raise Options(provision_timeout=...) or try another region or accelerator"
                 )
             await asyncio.sleep(POLL_INTERVAL)
+
+    def expected_host_key(self, instance: Instance) -> str:
+        """The host key `instance` must answer with: the one pinned on it (a parked pool's machine,
+        adopted) or the one this pool gave its new machines."""
+        return instance.host_key or (self.access.host_key_public if self.access else "")
 
     def python_bin(self, cluster: Cluster) -> str:
         return self.nodes.python_bin()
