@@ -4,13 +4,25 @@ runs, and what fails the phase, is seen without installing anything."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import skyward as sky
-from skyward.bootstrap.phases import PRELUDE, skyward_phase, venv_phase
+from skyward.bootstrap.phases import (
+    PRELUDE,
+    SkywardInstalls,
+    pip_phase,
+    skyward_installs,
+    skyward_phase,
+    venv_phase,
+)
+
+needs_uv = pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed (pip install uv)")
 
 WHEELS = ("/nowhere/skyward_core-0.1.0-py3-none-any.whl", "/nowhere/skyward_aws-0.1.0-py3-none-any.whl")
 
@@ -71,9 +83,7 @@ def test_a_host_venv_interpreter_is_asked_for_its_site_packages(
     assert "add the site-packages" in result.stdout
 
 
-def test_the_worker_import_check_runs_beside_the_siblings_install_and_fails_the_phase(
-    node: tuple[Path, Path, Path],
-) -> None:
+def test_the_worker_import_check_fails_the_skyward_phase(node: tuple[Path, Path, Path]) -> None:
     workdir, venv, log = node
     recorder(venv / "bin" / "python", log, status=3)  # `import skyward.worker` fails there
     result = run_phase(skyward_phase(sky.Image(), WHEELS, core_in_pip=True), workdir, venv)
@@ -81,8 +91,45 @@ def test_the_worker_import_check_runs_beside_the_siblings_install_and_fails_the_
     assert "::skyward-phase:skyward:fail:3" in result.stdout
     started = log.read_text()
     assert "import skyward.worker" in started
-    assert "--no-deps" in started  # the siblings were installed meanwhile
-    assert "skyward_core" not in started  # the pip phase installed skyward-core (core_in_pip)
+    assert "pip install" not in started  # the pip phase installed every skyward wheel (core_in_pip)
+
+
+def test_skyward_and_image_pip_install_in_one_uv_run(node: tuple[Path, Path, Path]) -> None:
+    workdir, venv, log = node
+    (venv / "bin").mkdir(parents=True)
+    installs = skyward_installs(sky.Image(), WHEELS)
+    result = run_phase(pip_phase(("six",), (), installs), workdir, venv)
+    assert result.returncode == 0, result.stderr
+    runs = [line for line in log.read_text().splitlines() if " pip install " in line]
+    assert len(runs) == 1
+    assert all(wheel in runs[0] for wheel in WHEELS) and runs[0].endswith(" six")
+    assert "--no-deps" not in runs[0]  # the siblings' dependencies are left out by name instead
+    toml = (workdir / "requirements" / "pyproject.toml").read_text()
+    assert '[[tool.uv.dependency-metadata]]\nname = "skyward-aws"\nrequires-dist = []' in toml
+    assert "skyward-core" not in toml  # skyward-core keeps its dependencies
+
+
+@needs_uv
+def test_a_sibling_installs_without_its_dependencies_in_the_one_resolve(tmp_path: Path) -> None:
+    """Real uv, offline, with an empty cache: skyward-aws resolves only if boto3 is left out."""
+    from skyward.bootstrap.wheels import local_wheels, wheel_cache_dir
+
+    aws = [str(w) for w in local_wheels(wheel_cache_dir()) if w.name.startswith("skyward_aws-")]
+    if not aws:
+        pytest.fail("skyward-aws is not installed here: scripts/install.sh installs every distribution")
+    workdir, venv = tmp_path / "node", tmp_path / "node" / "venv"
+    (workdir / "bin").mkdir(parents=True)
+    (workdir / "bin" / "uv").symlink_to(shutil.which("uv"))
+    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    installs = SkywardInstalls("local", (), tuple(aws), ())
+    env = {**os.environ, "UV_OFFLINE": "1", "UV_CACHE_DIR": str(tmp_path / "cache")}
+    phase = pip_phase((), (), installs)
+    script = PRELUDE + f"W={workdir}\nV={venv}\n__sky_main() {{\n{phase}}}\n__sky_main\n"
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    listed = subprocess.run(["uv", "pip", "list", "--python", str(venv / "bin" / "python")],
+                            capture_output=True, text=True, check=True).stdout
+    assert "skyward-aws" in listed and "boto3" not in listed
 
 
 def test_the_script_waits_for_what_must_come_before_it(tmp_path: Path) -> None:

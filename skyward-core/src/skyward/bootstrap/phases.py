@@ -232,35 +232,48 @@ def pip_phase(
     packages: tuple[str, ...], indexes: tuple[Any, ...], skyward: SkywardInstalls | None = None
 ) -> str:
     """`Image.pip` in one `uv pip install`; with `skyward` (`SkywardInstalls.joins_pip`), skyward-core
-    and its dependencies join that resolve: one uv run and one round of index requests, not two,
-    and one consistent set of versions for both."""
-    core = skyward.with_deps if skyward is not None else ()
-    flags = skyward.flags(core) if skyward is not None else ""
+    with its dependencies and the sibling distributions without theirs join that resolve: one uv
+    run and one round of index requests, not three, and one consistent set of versions."""
+    return _phase("pip", _uv_install(packages, indexes, skyward))
+
+
+def _uv_install(packages: tuple[str, ...], indexes: tuple[Any, ...], skyward: SkywardInstalls | None) -> str:
+    """One `uv pip install` of `packages` and, with `skyward`, of skyward's distributions.
+
+    The siblings' own dependencies (boto3, vastai-sdk: client-side SDKs) are left out of the one
+    resolve by uv's `dependency-metadata`, which declares them without any: what `--no-deps` did
+    for them in a uv run of their own. That, and each `PipIndex` scoped to its packages, goes in a
+    requirements `pyproject.toml`. uv reads `dependency-metadata` only from the configuration it
+    discovers (`--project` points it there, and it still merges the user's own `uv.toml`), and the
+    sources from the requirements (`-r`); without either, the requirements go on the command line."""
+    group = (*skyward.with_deps, *skyward.no_deps) if skyward is not None else ()
+    flags = skyward.flags(group) if skyward is not None else ""
+    bare = skyward.bare_names if skyward is not None else ()
     install = f'"$W/bin/uv" pip install --python "$V/bin/python"{flags}'
     shown = f"uv pip install --python $W/venv/bin/python{flags}"
-    if not indexes:
-        quoted = " ".join(shlex.quote(p) for p in (*core, *packages))
-        return _phase("pip", _run(f"{install} {quoted}", f"{shown} {quoted}"))
-    named = [p for p in packages if requirement_name(p) is not None]
-    other = [p for p in packages if requirement_name(p) is None]
-    toml = _requirements_toml(named, indexes)
+    if not indexes and not bare:
+        quoted = " ".join(shlex.quote(p) for p in (*group, *packages))
+        return _run(f"{install} {quoted}", f"{shown} {quoted}")
+    # Requirements an index is scoped to go in the file; the rest stay on the command line.
+    named = [p for p in packages if requirement_name(p) is not None] if indexes else []
+    other = [p for p in packages if p not in named]
+    toml = _requirements_toml(named, indexes, bare)
     delimiter = _delimiter("SKYWARD_REQUIREMENTS", toml)
-    extra = "".join(f" {shlex.quote(p)}" for p in (*core, *other))
+    extra = "".join(f" {shlex.quote(p)}" for p in (*group, *other))
     # The index URLs may carry credentials (`https://user:password@host`), which uv reads from
     # here: the file is private to the node's user, like env.sh (`rm` first: an older one keeps its mode).
-    lines = (
+    return (
         'mkdir -p "$W/requirements"\n'
         'rm -f "$W/requirements/pyproject.toml"\n'
         f"(umask 077 && cat > \"$W/requirements/pyproject.toml\" <<'{delimiter}'\n{toml}{delimiter}\n)\n"
         + _run(
-            f'{install} -r "$W/requirements/pyproject.toml"{extra}',
-            f"{shown} -r $W/requirements/pyproject.toml{extra}",
+            f'{install} --project "$W/requirements" -r "$W/requirements/pyproject.toml"{extra}',
+            f"{shown} --project $W/requirements -r $W/requirements/pyproject.toml{extra}",
         )
     )
-    return _phase("pip", lines)
 
 
-def _requirements_toml(packages: list[str], indexes: tuple[Any, ...]) -> str:
+def _requirements_toml(packages: list[str], indexes: tuple[Any, ...], bare: tuple[str, ...] = ()) -> str:
     wanted = {requirement_name(p) for p in packages}
     lines = [
         "# Image.pip for this node, with each PipIndex scoped to its packages (rendered by skyward).",
@@ -281,6 +294,8 @@ def _requirements_toml(packages: list[str], indexes: tuple[Any, ...]) -> str:
     for i, index in enumerate(indexes):
         lines += ["", "[[tool.uv.index]]", f'name = "skyward-{i}"', f"url = {json.dumps(index.url)}"]
         lines.append("explicit = true")
+    for name in bare:  # installed without their dependencies (see `_uv_install`)
+        lines += ["", "[[tool.uv.dependency-metadata]]", f"name = {json.dumps(name)}", "requires-dist = []"]
     return "\n".join(lines) + "\n"
 
 
@@ -350,9 +365,16 @@ class SkywardInstalls:
 
     @property
     def joins_pip(self) -> bool:
-        """Whether skyward-core installs in the `pip` phase's resolve, with `Image.pip`: one uv run and
-        one index round instead of two. Not from github: that needs git, which the skyward phase checks."""
+        """Whether skyward's distributions install in one resolve, with `Image.pip` where there is
+        one: one uv run and one index round instead of three. Not from github: that needs git,
+        which the skyward phase checks first."""
         return self.source != "github" and bool(self.with_deps)
+
+    @property
+    def bare_names(self) -> tuple[str, ...]:
+        """The siblings' distribution names: they install without their dependencies."""
+        names = (_wheel_name(r) if r.endswith(".whl") else requirement_name(r) for r in self.no_deps)
+        return tuple(name for name in names if name)
 
 
 def skyward_installs(image: Any, wheels: tuple[str, ...]) -> SkywardInstalls:
@@ -381,38 +403,27 @@ def skyward_installs(image: Any, wheels: tuple[str, ...]) -> SkywardInstalls:
 
 def skyward_phase(image: Any, wheels: tuple[str, ...], *, core_in_pip: bool = False) -> str:
     """Installs skyward into the venv and checks the worker imports. With `core_in_pip`, the `pip`
-    phase installed skyward-core already (`SkywardInstalls.joins_pip`): only the siblings are left."""
+    phase installed skyward's distributions already (`SkywardInstalls.joins_pip`): only the check
+    is left."""
     installs = skyward_installs(image, wheels)
+    check = _run('"$V/bin/python" -c "import skyward.worker"', "python -c 'import skyward.worker'")
+    if core_in_pip or not installs.with_deps:
+        return _phase("skyward", check)
+    if installs.joins_pip:  # no Image.pip: skyward's own distributions, in one uv run all the same
+        return _phase("skyward", _uv_install((), (), installs) + check)
     install = '"$W/bin/uv" pip install --python "$V/bin/python"'
     shown = "uv pip install --python $W/venv/bin/python"
-    lines = ""
-    if installs.source == "github":
-        no_git = (
-            'skyward bootstrap: Image(skyward_source="github") needs git on the node; '
-            'add it with Image(apt=["git"])'
-        )
-        lines += (
-            "if ! command -v git >/dev/null 2>&1; then\n"
-            f"  echo {shlex.quote(no_git)} >&2\n  exit 1\nfi\n"
-        )
-    if not core_in_pip and installs.with_deps:
-        flags = installs.flags(installs.with_deps)
-        quoted = " ".join(shlex.quote(r) for r in installs.with_deps)
-        lines += _run(f"{install}{flags} {quoted}", f"{shown}{flags} {quoted}")
-    check = ('"$V/bin/python" -c "import skyward.worker"', "python -c 'import skyward.worker'")
-    if not installs.no_deps:
-        return _phase("skyward", lines + _run(*check))
-    # skyward.worker imports no sibling: its check (an interpreter start and the first, compiling
-    # import) runs while uv installs the siblings, and `wait` fails the phase when it failed.
-    flags = installs.flags(installs.no_deps) + " --no-deps"
-    quoted = " ".join(shlex.quote(r) for r in installs.no_deps)
-    lines += (
-        _run(f"{check[0]} &", f"{check[1]} &")
-        + "__sky_check=$!\n"
-        + _run(f"{install}{flags} {quoted}", f"{shown}{flags} {quoted}")
-        + _run('wait "$__sky_check"', f"wait for {check[1]}")
+    no_git = (
+        'skyward bootstrap: Image(skyward_source="github") needs git on the node; '
+        'add it with Image(apt=["git"])'
     )
-    return _phase("skyward", lines)
+    lines = f"if ! command -v git >/dev/null 2>&1; then\n  echo {shlex.quote(no_git)} >&2\n  exit 1\nfi\n"
+    for group, extra in ((installs.with_deps, ""), (installs.no_deps, " --no-deps")):
+        if group:
+            flags = installs.flags(group) + extra
+            quoted = " ".join(shlex.quote(r) for r in group)
+            lines += _run(f"{install}{flags} {quoted}", f"{shown}{flags} {quoted}")
+    return _phase("skyward", lines + check)
 
 
 def op_phase(op: Op, name: str, index: int) -> str:
