@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from skyward.messages import Hello, TaskMessage, function_key, pickle_function
 from skyward.task.instance import InstanceInfo
 from skyward.transport.ssh import SSHChannel, SSHRunner, connect, worker_command
 from skyward.transport.ssh_outbox import CHUNK
-from skyward.wire import Frame, Kind
+from skyward.wire import Frame, FrameDecoder, Kind
 
 
 def spawn_and_sleep(seconds: float) -> int:
@@ -111,6 +112,52 @@ def test_frames_sent_in_one_loop_iteration_leave_in_one_write_after_the_first(ss
     answers = sorted((frame.id, frame.kind, frame.payload) for frame in results)
     assert answers == [(i, Kind.RESULT, 2**i) for i in range(1, 21)]
     assert len(writes) == 2
+
+
+def test_a_frame_sent_off_the_loop_thread_leaves_at_once_after_what_the_iteration_holds(
+    ssh_hosts: SSHHosts,
+) -> None:
+    """A caller's thread sends while the loop waits its turn (`LoopThread.run_here`): nothing
+    follows its frame to be joined with it, so it is written at once, unless the loop's iteration
+    still holds frames, which it then follows in their write."""
+
+    async def scenario() -> tuple[list[bytes], list[Frame]]:
+        harness = Harness(ssh_hosts.servers[0], ssh_hosts)
+        channel = await harness.start()
+        data = pickle_function(pow, "pow")
+        key = function_key(data)
+        channel.send(Kind.FUNCTION, 0, (key, data))
+        await asyncio.sleep(0.05)  # a fresh loop iteration
+        writes: list[bytes] = []
+        real = channel._chan.write
+        channel._chan.write = lambda chunk: (writes.append(bytes(chunk)), real(chunk))[1]
+
+        def task(task_id: int) -> None:
+            channel.send(Kind.TASK, task_id, TaskMessage(key, (2, task_id), {}, "pow").to_wire())
+
+        def from_another_thread(task_id: int) -> None:
+            other = threading.Thread(target=task, args=(task_id,))
+            other.start()
+            other.join()  # the loop thread waits meanwhile, as it does for run_here
+
+        task(1)  # the iteration's first frame: at once
+        task(2)  # held to the iteration's end
+        from_another_thread(3)  # 2 is held: 3 follows it
+        await asyncio.sleep(0.05)  # the iteration ends: 2 and 3 leave together
+        from_another_thread(4)  # nothing held: at once
+        results = [await asyncio.wait_for(harness.frames.get(), 30) for _ in range(4)]
+        sent = list(writes)  # not the SHUTDOWN that close sends
+        await channel.close()
+        return sent, results
+
+    writes, results = asyncio.run(scenario())
+    assert sorted((frame.id, frame.payload) for frame in results) == [(i, 2**i) for i in range(1, 5)]
+    ids: list[list[int]] = []
+    for chunk in writes:
+        frames: list[Frame] = []
+        FrameDecoder(frames.append).feed(chunk)
+        ids.append([frame.id for frame in frames])
+    assert ids == [[1], [2, 3], [4]]
 
 
 def test_a_large_argument_is_handed_to_asyncssh_in_slices_as_it_is_sent(ssh_hosts: SSHHosts) -> None:

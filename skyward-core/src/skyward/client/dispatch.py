@@ -6,8 +6,11 @@ Three ways, fastest first (docs/architecture.md, "Fast paths, and why each exist
   that thread reads the answer from the lane (`_await_call`): the loop is not woken at all;
 - another lone task for an idle node leaves from the caller's thread, and the loop registers it
   afterwards (`_sent_now`), while the worker runs it;
-- everything else (streams, busy pools, SSH channels, which belong to their loop) is queued on
-  the loop, and the scheduler places it.
+- another lone task (a stream, a busy pool, an SSH channel, which belongs to its loop) is placed
+  by the scheduler on the caller's thread while the loop thread waits its turn
+  (`LoopThread.run_here`): as on the loop, but without waking it first;
+- everything else (a `map`'s or a broadcast's many tasks) is queued on the loop, and the
+  scheduler places it.
 
 `TaskStarted` is emitted by the node handle, on the thread that will emit the task's
 `TaskCompleted` (see `NodeHandle.started`).
@@ -71,8 +74,12 @@ class Dispatcher:
             )
         if self._contexts_pending:
             self._enter_contexts_everywhere(tasks)
-        if len(tasks) == 1 and self._dispatch_now(tasks[0], call):
-            return
+        if len(tasks) == 1:
+            if self._dispatch_now(tasks[0], call):
+                return
+            loop_thread = self.loop_thread
+            if loop_thread is not None and loop_thread.run_here(self._submit_on_loop, tasks):
+                return  # placed and sent from this thread while the loop waited its turn
         self.call(self._submit_on_loop, tasks)
 
     def _enter_contexts_everywhere(self, tasks: list[TaskState]) -> None:

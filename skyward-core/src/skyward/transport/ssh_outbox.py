@@ -17,6 +17,7 @@ Two costs of asyncssh shaped this (py-spy on the client, loopback sshd hosts):
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -45,13 +46,21 @@ class Outbox:
         self._paused = False
         self._flushing = False
         self._drained: asyncio.Event | None = None
+        self._loop_thread = threading.get_ident()  # made on the loop's thread, which owns it
         chan.set_write_buffer_limits(HIGH_WATER, LOW_WATER)
 
     def send(self, parts: list[Any]) -> None:
-        """Write `parts` now if nothing was sent in this loop iteration, else at its end."""
+        """Write `parts` now if nothing was sent in this loop iteration, else at its end.
+
+        A caller's thread sending while the loop waits (`LoopThread.run_here`) is no loop
+        iteration: nothing will follow its frames to be joined with them, so they go at once,
+        after whatever an iteration still holds."""
         held = self._held
         if held is not None:
             held.extend(parts)
+            return
+        if threading.get_ident() != self._loop_thread:
+            self._write(parts)
             return
         self._held = []
         asyncio.get_running_loop().call_soon(self.release)
