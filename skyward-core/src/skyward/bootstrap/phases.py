@@ -241,11 +241,10 @@ def _uv_install(packages: tuple[str, ...], indexes: tuple[Any, ...], skyward: Sk
     """One `uv pip install` of `packages` and, with `skyward`, of skyward's distributions.
 
     The siblings' own dependencies (boto3, vastai-sdk: client-side SDKs) are left out of the one
-    resolve by uv's `dependency-metadata`, which declares them without any: what `--no-deps` did
-    for them in a uv run of their own. That, and each `PipIndex` scoped to its packages, goes in a
-    requirements `pyproject.toml`. uv reads `dependency-metadata` only from the configuration it
-    discovers (`--project` points it there, and it still merges the user's own `uv.toml`), and the
-    sources from the requirements (`-r`); without either, the requirements go on the command line."""
+    resolve by uv's `dependency-metadata`, which declares them without any, as `--no-deps` did in a
+    uv run of their own. It goes in a requirements `pyproject.toml`, with each `PipIndex` scoped to
+    its packages; uv reads `dependency-metadata` only from configuration it discovers (`--project`;
+    the user's `uv.toml` still applies) and sources from requirements (`-r`)."""
     group = (*skyward.with_deps, *skyward.no_deps) if skyward is not None else ()
     flags = skyward.flags(group) if skyward is not None else ""
     bare = skyward.bare_names if skyward is not None else ()
@@ -413,10 +412,8 @@ def skyward_phase(image: Any, wheels: tuple[str, ...], *, core_in_pip: bool = Fa
         return _phase("skyward", _uv_install((), (), installs) + check)
     install = '"$W/bin/uv" pip install --python "$V/bin/python"'
     shown = "uv pip install --python $W/venv/bin/python"
-    no_git = (
-        'skyward bootstrap: Image(skyward_source="github") needs git on the node; '
-        'add it with Image(apt=["git"])'
-    )
+    no_git = ('skyward bootstrap: Image(skyward_source="github") needs git on the node; '
+              'add it with Image(apt=["git"])')
     lines = f"if ! command -v git >/dev/null 2>&1; then\n  echo {shlex.quote(no_git)} >&2\n  exit 1\nfi\n"
     for group, extra in ((installs.with_deps, ""), (installs.no_deps, " --no-deps")):
         if group:
