@@ -99,3 +99,15 @@ def test_a_stopped_loop_runs_nothing_here() -> None:
     ran = []
     assert not thread.run_here(ran.append, 1)
     assert ran == []
+
+
+def test_inside_it_this_thread_counts_as_the_loops_and_may_not_nest(loop_thread: LoopThread) -> None:
+    seen = []
+
+    def outer() -> None:
+        seen.append(loop_thread.is_current())
+        seen.append(loop_thread.run_here(seen.append, "nested"))  # the turn is this thread's already
+
+    assert loop_thread.run_here(outer)
+    assert seen == [True, False]
+    assert not loop_thread.is_current()

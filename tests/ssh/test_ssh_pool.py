@@ -127,6 +127,32 @@ def test_shard_splits_the_data_across_the_two_hosts(pool: sky.Pool) -> None:
     assert not set(shards[0]) & set(shards[1])
 
 
+def test_a_handler_run_while_a_task_is_placed_from_the_callers_thread_may_dispatch_with_gt(
+    pool: sky.Pool,
+) -> None:
+    """A lone `>>` is placed from the caller's thread while the loop waits (`LoopThread.run_here`),
+    and its TaskStarted handlers run there: for them that thread is the loop, so `>` is queued on
+    it and `>>` is refused with the fix, as on the loop thread, rather than waiting for ever."""
+    outcomes: list[Any] = []
+
+    def handler(event: sky.TaskStarted) -> None:
+        if outcomes:
+            return
+        outcomes.append(add(20, 22) > pool)
+        try:
+            add(1, 1) >> pool
+        except RuntimeError as exc:
+            outcomes.append(str(exc))
+
+    stop = pool.on(sky.TaskStarted, handler)
+    try:
+        assert add(1, 2) >> pool == 3
+    finally:
+        stop()
+    assert outcomes[0].result(timeout=30) == 42
+    assert "own event loop" in outcomes[1]
+
+
 def test_large_arrays_cross_the_ssh_channel_both_ways(pool: sky.Pool) -> None:
     import numpy as np
 

@@ -44,6 +44,8 @@ class LoopThread:
         self.loop = asyncio.SelectorEventLoop(_TurnTakingSelector(self.turn))
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.turn.acquire()  # released by the loop thread's first select
+        #: The thread running a callback here (`run_here`), which acts as the loop thread meanwhile.
+        self._here: int | None = None
         self._thread.start()
 
     def _run(self) -> None:
@@ -58,8 +60,9 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
 
     def is_current(self) -> bool:
-        """Whether the calling thread is this loop's thread."""
-        return threading.current_thread() is self._thread
+        """Whether the calling thread is this loop's thread, or runs a loop callback (`run_here`):
+        either way, waiting there for the loop would wait for ever."""
+        return threading.current_thread() is self._thread or self._here == threading.get_ident()
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """Schedule a plain callback on the loop (thread-safe, returns at once)."""
@@ -67,8 +70,9 @@ class LoopThread:
 
     def run_here(self, fn: Callable[..., Any], *args: Any) -> bool:
         """Run the loop callback `fn(*args)` on this thread now, while the loop thread waits for its
-        turn. False (nothing ran) on the loop thread itself, when the loop is not running, and while
-        it has callbacks queued, which `fn` would overtake.
+        turn. False (nothing ran) on the loop thread itself or inside another `run_here` (an event
+        handler `fn` calls), when the loop is not running, and while it has callbacks queued,
+        which `fn` would overtake.
 
         `fn` sees this loop as the running one, and may do what a callback does that does not wait
         (send on a channel, schedule callbacks and timers); an exception it raises reaches this
@@ -86,9 +90,11 @@ class LoopThread:
             nearest = timers[0] if timers else None
             outer = asyncio.events._get_running_loop()
             asyncio.events._set_running_loop(loop)
+            self._here = threading.get_ident()
             try:
                 fn(*args)
             finally:
+                self._here = None
                 asyncio.events._set_running_loop(outer)
                 if ready or (timers and timers[0] is not nearest):
                     loop.call_soon_threadsafe(_nothing)  # wake it: it has a callback or a nearer timer
