@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bootstrap_support import needs_uv
 
 import skyward as sky
 from skyward.bootstrap.phases import (
@@ -21,8 +22,6 @@ from skyward.bootstrap.phases import (
     skyward_phase,
     venv_phase,
 )
-
-needs_uv = pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed (pip install uv)")
 
 WHEELS = ("/nowhere/skyward_core-0.1.0-py3-none-any.whl", "/nowhere/skyward_aws-0.1.0-py3-none-any.whl")
 
