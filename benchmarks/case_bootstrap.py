@@ -7,9 +7,9 @@ fresh hosts. Each run starts new hosts and measures, in alternating order:
   every node ready (login, uploads, venv, installs, worker started);
 - the floor: what the bootstrap cannot do without, run alone on the same two hosts at once over
   one SSH exec each (the connection opened before the clock starts): `uv venv` with the same
-  interpreter and flags as the bootstrap's venv, then `uv pip install numpy <skyward-core wheel>`
-  and `uv pip install --no-deps <the other skyward wheels>`, the wheels the bootstrap ships, read
-  where the client keeps them (nothing uploaded).
+  interpreter and flags as the bootstrap's venv, then the bootstrap's one uv run: numpy,
+  the skyward-core wheel with its dependencies and the other skyward wheels without theirs, the
+  wheels the bootstrap ships, read where the client keeps them (nothing uploaded).
 
 Both install cold, as on a fresh machine: uv's cache is off (`no-cache`), so every wheel is
 unpacked again, and they read the same local wheelhouse instead of an index (`no-index`,
@@ -157,25 +157,29 @@ def overlap(began: dict[int, float], ready: dict[int, float]) -> float:
 
 
 def floor_command(folder: str, wheels: tuple[Path, ...]) -> str:
-    """The install alone: the bootstrap's venv (same interpreter, `--system-site-packages` as for
-    `SSH(python=...)`), numpy with skyward-core and its dependencies, the other wheels without."""
+    """The install alone, as the bootstrap runs it: the venv (same interpreter,
+    `--system-site-packages` as for `SSH(python=...)`), then one uv run of numpy, skyward-core with
+    its dependencies and the other wheels without theirs (declared without any by uv's
+    `dependency-metadata`, in a `pyproject.toml` uv finds through `--project`)."""
     q = shlex.quote
     core = [w for w in wheels if w.name.startswith("skyward_core-")]
     others = [w for w in wheels if w not in core]
     venv = f"{folder}/venv"
     uv = '"$HOME/.local/bin/uv"'
-    lines = [
-        f"rm -rf {q(folder)} && mkdir -p {q(folder)}",
+    toml = '[project]\nname = "floor"\nversion = "0"\ndependencies = []\n' + "".join(
+        f'\n[[tool.uv.dependency-metadata]]\nname = "{w.name.split("-")[0].replace("_", "-")}"\n'
+        "requires-dist = []\n"
+        for w in others
+    )
+    project = f"{folder}/requirements"
+    return " && ".join([
+        f"rm -rf {q(folder)} && mkdir -p {q(project)}",
+        f"printf %s {q(toml)} > {q(project + '/pyproject.toml')}",
         f"{uv} venv -q --system-site-packages --python {q(sys.executable)} {q(venv)}",
-        f"{uv} pip install -q --python {q(venv + '/bin/python')} {' '.join(q(p) for p in PIP)} "
-        + " ".join(q(str(w)) for w in core),
-    ]
-    if others:
-        lines.append(
-            f"{uv} pip install -q --no-deps --python {q(venv + '/bin/python')} "
-            + " ".join(q(str(w)) for w in others)
-        )
-    return " && ".join(lines)
+        f"{uv} pip install -q --python {q(venv + '/bin/python')} --project {q(project)} "
+        f"-r {q(project + '/pyproject.toml')} {' '.join(q(p) for p in PIP)} "
+        + " ".join(q(str(w)) for w in (*core, *others)),
+    ])
 
 
 def floor_seconds(hosts: Any, wheels: tuple[Path, ...], name: str) -> float:

@@ -7,7 +7,8 @@ cases, but through asyncssh and sshd instead of pipes, and the time a two-host p
 ready on fresh hosts (cold: the venv built, skyward installed) and again on the same hosts (warm:
 the environment reused, `skyward.bootstrap.environments`). The floor beside them: a byte echoed
 through a raw asyncssh exec channel (`cat`) on the same host, the round trip no SSH transport can
-beat; in between each run, so both see the same phase of this machine. Only Skyward runs it: the
+beat, measured in ten turns with the no-op round trips (a hundred of each in turn), so both see
+the same phase of this machine, whose speed drifts by up to 2x over a minute. Only Skyward runs it: the
 peers have no SSH transport. Needs `sshd` (Debian's openssh-server); without it the case reports "missing".
 
 Every raw channel is opened as Skyward opens its own: the same key, pinned host key and ciphers
@@ -92,51 +93,99 @@ def measure(config: Config) -> dict[str, list[float]]:
             for _ in range(config.pick(200, 50)):
                 noop() >> pool
             count = config.pick(5_000, 500)
-            for _ in range(config.repeat):
-                samples = []
-                for _ in range(config.pick(1_000, 200)):
-                    began = time.perf_counter()
-                    noop() >> pool
-                    samples.append(time.perf_counter() - began)
-                runs["ssh.p50"].append(statistics.median(samples) * 1e6)
-                floor = channel_echo_p50(hosts, config.pick(1_000, 200))
-                runs["ssh.floor_p50"].append(floor)
-                runs["ssh.vs_floor"].append(runs["ssh.p50"][-1] / floor)
-                began = time.perf_counter()
-                results = pool.map(bench_tasks.noop, range(count))
-                runs["ssh.tasks_per_s"].append(count / (time.perf_counter() - began))
-                assert results == list(range(count)), "map returned the wrong results"
-                local = local_tasks_per_s(count)
-                runs["ssh.local_tasks_per_s"].append(local)
-                runs["ssh.local_vs_ssh"].append(local / runs["ssh.tasks_per_s"][-1])
-                for key, value in bulk_rates(pool, hosts).items():
-                    runs[key].append(value)
+            echo = ChannelEcho(hosts)
+            try:
+                for _ in range(config.repeat):
+                    samples, floor_samples = [], []
+                    for _ in range(TURNS):  # in turns, so both see the same phase of this machine
+                        for _ in range(config.pick(1_000, 200) // TURNS):
+                            began = time.perf_counter()
+                            noop() >> pool
+                            samples.append(time.perf_counter() - began)
+                        floor_samples += echo.round_trips(config.pick(1_000, 200) // TURNS)
+                    runs["ssh.p50"].append(statistics.median(samples) * 1e6)
+                    floor = statistics.median(floor_samples) * 1e6
+                    runs["ssh.floor_p50"].append(floor)
+                    runs["ssh.vs_floor"].append(runs["ssh.p50"][-1] / floor)
+                    measure_throughput(pool, hosts, runs, count)
+            finally:
+                echo.close()
             return runs
     finally:
         hosts.stop()
         cloudpickle.unregister_pickle_by_value(bench_tasks)
 
 
-def channel_echo_p50(hosts: Any, rounds: int) -> float:
-    """The floor: p50 (us) of a byte echoed by `cat` over one asyncssh exec channel to the first host,
-    with the hosts' own key and pinned host key, as Skyward's channels are opened."""
-    import asyncio
+def measure_throughput(pool: Any, hosts: Any, runs: dict[str, list[float]], count: int) -> None:
+    """A map of no-ops on the pool, the same map on Local beside it, and the 100 MB transfers."""
+    import bench_tasks
 
-    server = hosts.servers[0]
+    began = time.perf_counter()
+    results = pool.map(bench_tasks.noop, range(count))
+    runs["ssh.tasks_per_s"].append(count / (time.perf_counter() - began))
+    assert results == list(range(count)), "map returned the wrong results"
+    local = local_tasks_per_s(count)
+    runs["ssh.local_tasks_per_s"].append(local)
+    runs["ssh.local_vs_ssh"].append(local / runs["ssh.tasks_per_s"][-1])
+    for key, value in bulk_rates(pool, hosts).items():
+        runs[key].append(value)
 
-    async def run() -> float:
-        async with connect_raw(server, hosts) as conn:
-            process = await conn.create_process("cat", encoding=None)
+
+#: The no-op round trips and the floor's echoes are measured in this many alternating turns.
+TURNS = 10
+
+
+class ChannelEcho:
+    """The floor: a byte echoed by `cat` over one asyncssh exec channel to the first host, with the
+    hosts' own key and pinned host key, as Skyward's channels are opened. The channel stays open
+    on an event loop of its own thread, and each turn of round trips runs inside one coroutine
+    there (a raw asyncssh client's loop, no thread hop), in turns with the pool's round trips."""
+
+    def __init__(self, hosts: Any) -> None:
+        import asyncio
+        import threading
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="bench-echo", daemon=True)
+        self._thread.start()
+        self._conn, self._process = self._run(self._open(hosts))
+
+    def _run(self, coro: Any) -> Any:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
+
+    async def _open(self, hosts: Any) -> tuple[Any, Any]:
+        conn = await connect_raw(hosts.servers[0], hosts)
+        return conn, await conn.create_process("cat", encoding=None)
+
+    def round_trips(self, rounds: int) -> list[float]:
+        """`rounds` timed echoes in seconds."""
+
+        async def run() -> list[float]:
             samples = []
+            stdin, stdout = self._process.stdin, self._process.stdout
             for _ in range(rounds):
                 began = time.perf_counter()
-                process.stdin.write(b"o")
-                await process.stdout.readexactly(1)
+                stdin.write(b"o")
+                await stdout.readexactly(1)
                 samples.append(time.perf_counter() - began)
-            process.stdin.write_eof()
-            return statistics.median(samples) * 1e6
+            return samples
 
-    return asyncio.run(run())
+        return self._run(run())
+
+    def close(self) -> None:
+        async def close() -> None:
+            self._process.stdin.write_eof()
+            self._conn.close()
+            await self._conn.wait_closed()
+
+        try:
+            self._run(close())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
 
 
 def connect_raw(server: Any, hosts: Any) -> Any:

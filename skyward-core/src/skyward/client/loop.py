@@ -9,47 +9,93 @@ else holds it knows the loop runs nothing meanwhile and may do what a loop callb
 spares a lone task the hand-off to the loop thread (a wake-up through the loop's self-pipe and a
 GIL switch, before anything is sent): over SSH, whose channels belong to the loop, that hop was a
 tenth of a no-op's round trip.
+
+A caller may also run the loop itself while it waits for a lone task's answer (`drive`): it takes
+the turn and runs the loop's iterations until its task is done, so the answer wakes the thread
+that waits for it, not the loop thread, which would then wake the caller (two wake-ups, each tens
+of microseconds on a small VM). For that to pay, the loop thread must not sit in its own `select`
+meanwhile, where the same answer would wake it too: after a caller stopped driving, the loop
+thread leaves the sockets to the next caller for `PARK` seconds, watching only its self-pipe (what
+other threads hand it) and its timers. A loop of `>>` keeps it parked; a pause longer than `PARK`
+gives the sockets back to it. Whatever reaches a socket during a park waits at most `PARK`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+import select
 import selectors
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from skyward.client import interrupts
+
 T = TypeVar("T")
+
+#: How long the loop thread leaves the sockets to callers after one stopped driving the loop.
+PARK = 0.002
+#: Loop iterations a caller runs after its task is done, to leave no callback waiting on a park.
+SETTLE_ITERATIONS = 3
+#: How often a caller waiting for the turn looks whether another caller drives the loop.
+TURN_POLL = 0.001
+#: asyncio's own bound on a select's timeout (epoll takes milliseconds as a C int).
+MAXIMUM_SELECT_TIMEOUT = 24 * 3600
 
 
 class _TurnTakingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
-    """The loop's selector: the loop thread gives up `turn` only while it waits for events."""
+    """The loop's selector: the loop thread gives up `turn` only while it waits for events (or
+    parks); a caller driving the loop (`LoopThread.drive`) keeps it."""
 
-    def __init__(self, turn: threading.Lock) -> None:
+    def __init__(self, owner: LoopThread) -> None:
         super().__init__()
-        self._turn = turn
+        self._owner = owner
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        self._turn.release()
+        owner = self._owner
+        if owner._driver == threading.get_ident():
+            return super().select(timeout)
+        parks = owner._drive_ended is not None and timeout != 0  # a select(0) sleeps in nothing
+        owner._sleeps_until = math.inf if timeout is None or parks else time.monotonic() + timeout
+        owner.turn.release()
         try:
+            if parks:
+                timeout = owner._park()
+                if timeout == 0:
+                    return []  # a timer is due: run it (the turn first)
+                owner._sleeps_until = math.inf if timeout is None else time.monotonic() + timeout
             return super().select(timeout)
         finally:
-            self._turn.acquire()
+            owner.turn.acquire()
 
 
 class LoopThread:
     def __init__(self, name: str = "skyward-loop") -> None:
         #: Held by the loop thread except while it waits for events (see the module's docstring).
         self.turn = threading.Lock()
-        self.loop = asyncio.SelectorEventLoop(_TurnTakingSelector(self.turn))
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.turn.acquire()  # released by the loop thread's first select
         #: The thread running a callback here (`run_here`), which acts as the loop thread meanwhile.
         self._here: int | None = None
+        #: The caller running the loop's iterations (`drive`), when one does.
+        self._driver: int | None = None
+        #: When a caller last stopped driving (None: none ever did, so the loop thread never parks).
+        self._drive_ended: float | None = None
+        #: Callers waiting for an answer without driving (one drives already): no park meanwhile.
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
+        self._self_pipe: select.poll | None = None
+        #: Until when (time.monotonic) the loop thread sleeps unless woken: a caller that armed a
+        #: nearer timer or queued a callback wakes it (`_wake_if_needed`).
+        self._sleeps_until = math.inf
+        self.loop = asyncio.SelectorEventLoop(_TurnTakingSelector(self))
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.turn.acquire()  # released by the loop thread's first select
         self._thread.start()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
+        self._self_pipe = _self_pipe_poll(self.loop)
         try:
             self.loop.run_forever()
         finally:
@@ -80,14 +126,14 @@ class LoopThread:
         have woken anyway. Whatever the loop reads next (a task's answer) finds `fn`'s work done.
         """
         loop = self.loop
-        if self.is_current():
-            return False
-        with self.turn:
+        if self.is_current() or not self._take_turn():
+            return False  # another caller drives the loop: queue instead
+        main = interrupts.enter(self._wake)
+        try:
             # asyncio's own queues: private, but unchanged for a decade; without them, do not run here.
             ready, timers = getattr(loop, "_ready", None), getattr(loop, "_scheduled", None)
             if not loop.is_running() or ready is None or timers is None or ready:
                 return False  # stopped (its thread gave the turn back on the way out), or not idle
-            nearest = timers[0] if timers else None
             outer = asyncio.events._get_running_loop()
             asyncio.events._set_running_loop(loop)
             self._here = threading.get_ident()
@@ -96,9 +142,117 @@ class LoopThread:
             finally:
                 self._here = None
                 asyncio.events._set_running_loop(outer)
-                if ready or (timers and timers[0] is not nearest):
-                    loop.call_soon_threadsafe(_nothing)  # wake it: it has a callback or a nearer timer
+                self._wake_if_needed()
+        finally:
+            self.turn.release()
+            interrupts.leave(main)
         return True
+
+    def wait_for(self, done: Callable[[], bool], wait: Callable[[], T]) -> T:
+        """`wait()` for a lone task's outcome, driving the loop meanwhile where this thread can
+        (`drive`); `done()`: whether the outcome is in, so `wait()` returns at once."""
+        if self.drive(done):
+            return wait()
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            if self._driver is not None or self._drive_ended is not None:
+                self.loop.call_soon_threadsafe(_nothing)  # end a park: this answer needs a watcher
+            return wait()
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+
+    def drive(self, done: Callable[[], bool]) -> bool:
+        """Run the loop's iterations on this thread until `done()` (True), while the loop thread
+        waits for its turn. False, with nothing run, where this thread cannot: on the loop's own
+        thread or inside a callback, while the loop thread is busy or another caller drives, when
+        the loop is stopped or stopping; and False once the loop starts stopping or a signal waits
+        for the end of loop work (`interrupts`), which is raised here when driving ends.
+
+        Callbacks, event handlers among them, run here meanwhile, and `is_current` is true for
+        them: a handler that dispatches and waits is refused, as on the loop thread."""
+        if done():
+            return True
+        loop = self.loop
+        run_once = getattr(loop, "_run_once", None)  # private, as `_ready`: without it, never drive
+        if run_once is None or self.is_current() or not self._take_turn():
+            return False
+        main = interrupts.enter(self._wake)
+        try:
+            if not loop.is_running() or getattr(loop, "_stopping", True):
+                return False
+            outer = asyncio.events._get_running_loop()
+            asyncio.events._set_running_loop(loop)
+            self._driver = self._here = threading.get_ident()
+            try:
+                while not done() and not loop._stopping and not interrupts.held():
+                    run_once()
+                ready = loop._ready
+                for _ in range(SETTLE_ITERATIONS):
+                    if not ready or loop._stopping:
+                        break
+                    run_once()  # callbacks the answer queued (with nothing to wait for in select)
+            finally:
+                self._driver = self._here = None
+                self._drive_ended = time.monotonic()
+                asyncio.events._set_running_loop(outer)
+                self._wake_if_needed()
+        finally:
+            self.turn.release()
+            interrupts.leave(main)
+        return done()
+
+    def _take_turn(self) -> bool:
+        """Take the turn: wait while the loop thread runs (it soon waits or parks again), but not
+        while another caller drives the loop, which may last as long as that caller's task."""
+        turn = self.turn
+        while not turn.acquire(timeout=TURN_POLL):
+            if self._driver is not None or not self._thread.is_alive():
+                return False
+        return True
+
+    def _wake_if_needed(self) -> None:
+        """After a caller ran loop work: wake the loop thread if that work queued a callback or
+        armed a timer due before the loop thread would wake by itself."""
+        loop = self.loop
+        timers = loop._scheduled  # type: ignore[attr-defined]
+        if loop._ready or (timers and timers[0].when() < self._sleeps_until):  # type: ignore[attr-defined]
+            loop.call_soon_threadsafe(_nothing)
+
+    def _park(self) -> float | None:
+        """On the loop thread, without the turn: while a caller drives the loop, and for `PARK`
+        after the last one stopped, wait only for the self-pipe (another thread's callback) and
+        the nearest timer, not for the sockets. The timeout left for the full select after it:
+        0 when a timer is due, None when there is none."""
+        pipe = self._self_pipe
+        timers = self.loop._scheduled  # type: ignore[attr-defined]
+        while not self._waiting:
+            now = time.monotonic()
+            ended = self._drive_ended
+            if self._driver is None and ended is not None:
+                left = ended + PARK - now
+                if left <= 0:
+                    break
+            else:
+                left = PARK
+            if timers:  # read again each time: a caller may have armed a nearer one
+                left = min(left, timers[0].when() - now)
+                if left <= 0:
+                    return 0
+            self._sleeps_until = now + left
+            if pipe is None:
+                time.sleep(left)
+            elif pipe.poll(math.ceil(left * 1000)):
+                break  # another thread handed the loop something
+        if not timers:
+            return None
+        return min(max(0.0, timers[0].when() - time.monotonic()), MAXIMUM_SELECT_TIMEOUT)
+
+    def _wake(self) -> None:
+        """Make the loop look again (a signal held for the end of a drive stops it)."""
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(_nothing)
 
     def stop(self) -> None:
         if self.loop.is_closed():
@@ -111,3 +265,15 @@ class LoopThread:
 
 def _nothing() -> None:
     """A callback that only wakes the loop (`LoopThread.run_here`)."""
+
+
+def _self_pipe_poll(loop: asyncio.AbstractEventLoop) -> select.poll | None:
+    """A poll object on the loop's self-pipe, which `call_soon_threadsafe` writes to: a parked
+    loop thread wakes for what other threads hand it. None where the pipe or poll is missing
+    (private to asyncio): a park then sleeps, and such a callback waits at most `PARK`."""
+    sock = getattr(loop, "_ssock", None)
+    if sock is None or not hasattr(select, "poll"):
+        return None
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    return poller

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from skyward import active
+from skyward.client import interrupts
 from skyward.client.autoscaler import AutoscaleDriver
 from skyward.client.deadlines import Deadlines
 from skyward.client.dispatch import Dispatcher
@@ -42,6 +43,9 @@ from skyward.extension import registry
 from skyward.function import PendingFunction, PendingFunctionGroup, check_timeout, not_a_call, unwrap_function
 from skyward.observe.events import Event, EventBus, ShutdownRequested
 from skyward.secrets import mask_exception
+
+#: Signals held while the main thread runs the loop's work (`client/interrupts.py`).
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _FromFleet:
@@ -94,6 +98,7 @@ class Pool:
         self._token: Any = None
         self._client_stack = contextlib.ExitStack()
         self._previous_sigterm: Any = None
+        self._signals_held = False
         self._console: Any = None
 
     # -- what the pool runs on, known once it started (the fleet's: see client/fleet.py) -----------------
@@ -217,7 +222,10 @@ class Pool:
         self._dispatch.submit([task], call=stream is None)
         if stream is not None:
             return stream
-        return task.result()
+        loop_thread = self._loop_thread
+        if loop_thread is None:
+            return task.result()
+        return loop_thread.wait_for(lambda: task.done, task.result)  # drives the loop meanwhile
 
     def run_async(
         self, pending: PendingFunction[Any], *, target: int | str | None = None
@@ -331,20 +339,30 @@ class Pool:
             self._console.attach(self.bus)
 
     def _install_sigterm(self) -> None:
+        """SIGTERM exits through the `with` block (the pool is torn down); Ctrl-C and SIGTERM wait
+        while the main thread runs loop work (`interrupts`)."""
         if threading.current_thread() is not threading.main_thread():
             return
         previous = signal.getsignal(signal.SIGTERM)
-        if previous not in (signal.SIG_DFL, None):
-            return
+        if previous in (signal.SIG_DFL, None):
 
-        def on_sigterm(signum: int, frame: Any) -> None:
-            raise SystemExit(128 + signum)
+            def on_sigterm(signum: int, frame: Any) -> None:
+                raise SystemExit(128 + signum)
 
-        self._previous_sigterm = previous
-        signal.signal(signal.SIGTERM, on_sigterm)
+            self._previous_sigterm = previous
+            signal.signal(signal.SIGTERM, on_sigterm)
+        for signum in HELD_SIGNALS:
+            interrupts.install(signum)
+        self._signals_held = True
 
     def _restore_sigterm(self) -> None:
-        if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if self._signals_held:
+            self._signals_held = False
+            for signum in reversed(HELD_SIGNALS):
+                interrupts.restore(signum)
+        if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
             self._previous_sigterm = None
 

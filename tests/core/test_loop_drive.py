@@ -1,0 +1,200 @@
+"""`LoopThread.drive`: a caller waiting for a lone answer runs the loop itself, and the loop
+thread leaves it the sockets meanwhile (and for `PARK` after)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from skyward.client import interrupts
+from skyward.client import loop as loop_module
+from skyward.client.loop import LoopThread
+
+
+@pytest.fixture
+def loop_thread() -> Iterator[LoopThread]:
+    thread = LoopThread("test-loop")
+    yield thread
+    thread.stop()
+
+
+class Answers:
+    """A socket pair whose reading end the loop watches: each byte written is an "answer"; the
+    reader records the thread that read it."""
+
+    def __init__(self, loop_thread: LoopThread, on_read=None) -> None:
+        self.ours, self.theirs = socket.socketpair()
+        self.ours.setblocking(False)
+        self.readers: list[int] = []
+        self.on_read = on_read
+        self.got = threading.Event()
+        loop = loop_thread.loop
+
+        async def watch() -> None:
+            loop.add_reader(self.ours.fileno(), self._read)
+
+        loop_thread.run(watch())
+
+    def _read(self) -> None:
+        data = self.ours.recv(64)
+        self.readers.extend(threading.get_ident() for _ in data)
+        if self.on_read is not None:
+            self.on_read()
+        self.got.set()
+
+    def answer_later(self, delay: float) -> threading.Thread:
+        def send() -> None:
+            time.sleep(delay)
+            self.theirs.send(b"x")
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        return sender
+
+    def close(self) -> None:
+        self.ours.close()
+        self.theirs.close()
+
+
+def test_the_caller_reads_its_answer_on_its_own_thread(loop_thread: LoopThread) -> None:
+    answers = Answers(loop_thread)
+    sender = answers.answer_later(0.05)
+    assert loop_thread.drive(answers.got.is_set)
+    sender.join()
+    assert answers.readers == [threading.get_ident()]
+    answers.close()
+
+
+def test_a_handler_run_while_driving_counts_as_the_loops(loop_thread: LoopThread) -> None:
+    current: list[bool] = []
+    answers = Answers(loop_thread, on_read=lambda: current.append(loop_thread.is_current()))
+    answers.answer_later(0.05).join()
+    assert loop_thread.drive(answers.got.is_set)
+    assert current == [True]  # a handler that dispatches and waits is refused, as on the loop thread
+    assert not loop_thread.is_current()
+    answers.close()
+
+
+def test_after_a_park_the_loop_thread_reads_the_sockets_again(loop_thread: LoopThread) -> None:
+    answers = Answers(loop_thread)
+    answers.answer_later(0.0)
+    assert loop_thread.drive(answers.got.is_set)
+    answers.got.clear()
+    answers.answer_later(loop_module.PARK * 5).join()  # nobody drives now
+    assert answers.got.wait(5), "an answer after the park was never read"
+    assert answers.readers[-1] != threading.get_ident()
+    answers.close()
+
+
+def test_a_callback_from_another_thread_ends_a_park_at_once(
+    loop_thread: LoopThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loop_module, "PARK", 60.0)
+    answers = Answers(loop_thread)
+    answers.answer_later(0.0)
+    assert loop_thread.drive(answers.got.is_set)
+    ran = threading.Event()
+    time.sleep(0.05)  # the loop thread is parked now, for a minute
+    began = time.monotonic()
+    loop_thread.call(ran.set)
+    assert ran.wait(30)
+    assert time.monotonic() - began < 30, "the park ignored the self-pipe"
+    answers.close()
+
+
+def test_a_timer_fires_during_a_park(loop_thread: LoopThread, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loop_module, "PARK", 60.0)
+    answers = Answers(loop_thread)
+    answers.answer_later(0.0)
+    fired = threading.Event()
+
+    def arm_then_answer() -> None:
+        asyncio.get_running_loop().call_later(0.2, fired.set)
+
+    answers.on_read = arm_then_answer
+    assert loop_thread.drive(answers.got.is_set)
+    assert fired.wait(30), "the parked loop thread slept through its timer"
+    answers.close()
+
+
+def test_a_caller_that_cannot_drive_is_answered_by_the_loop_thread(
+    loop_thread: LoopThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loop_module, "PARK", 60.0)
+    first, second = Answers(loop_thread), Answers(loop_thread)
+    driving = threading.Event()
+    first.on_read = None
+    outcome: list[bool] = []
+
+    def drive_first() -> None:
+        driving.set()
+        outcome.append(loop_thread.drive(first.got.is_set))
+
+    driver = threading.Thread(target=drive_first)
+    driver.start()
+    driving.wait()
+    time.sleep(0.05)
+    assert not loop_thread.drive(second.got.is_set)  # one caller drives at a time
+    waited = []
+
+    def wait_second() -> None:
+        waited.append(loop_thread.wait_for(second.got.is_set, lambda: second.got.wait(30)))
+
+    waiter = threading.Thread(target=wait_second)
+    waiter.start()
+    first.answer_later(0.05).join()
+    driver.join(5)
+    assert outcome == [True]
+    began = time.monotonic()
+    second.answer_later(0.1).join()  # after the driver stopped, with a minute's park ahead
+    waiter.join(30)
+    assert waited == [True]
+    assert time.monotonic() - began < 30, "the loop thread parked while a caller waited on it"
+    first.close()
+    second.close()
+
+
+def test_a_stopped_loop_is_not_driven(loop_thread: LoopThread) -> None:
+    loop_thread.stop()
+    assert not loop_thread.drive(lambda: False)
+
+
+def test_ctrl_c_while_driving_is_raised_once_driving_stops(loop_thread: LoopThread) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    finished: list[str] = []
+
+    def interrupted_mid_callback() -> None:
+        signal.raise_signal(signal.SIGINT)
+        finished.append("the rest of the callback")
+
+    answers = Answers(loop_thread, on_read=interrupted_mid_callback)
+    interrupts.install(signal.SIGINT)
+    try:
+        answers.answer_later(0.05)
+        with pytest.raises(KeyboardInterrupt):
+            loop_thread.drive(lambda: False)  # only the interrupt ends this drive
+        assert finished == ["the rest of the callback"]
+        assert loop_thread.run(asyncio.sleep(0, "still running")) == "still running"
+    finally:
+        interrupts.restore(signal.SIGINT)
+        answers.close()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_outside_loop_work_is_raised_at_once() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    interrupts.install(signal.SIGINT)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+            time.sleep(1)  # the handler runs before this returns
+    finally:
+        interrupts.restore(signal.SIGINT)
