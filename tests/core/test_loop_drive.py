@@ -198,3 +198,20 @@ def test_ctrl_c_outside_loop_work_is_raised_at_once() -> None:
             time.sleep(1)  # the handler runs before this returns
     finally:
         interrupts.restore(signal.SIGINT)
+
+
+def test_after_a_long_drive_the_loop_thread_watches_at_once(
+    loop_thread: LoopThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loop_module, "LONG_DRIVE", 0.05)
+    monkeypatch.setattr(loop_module, "LONG_DRIVE_POLL", 60.0)
+    answers = Answers(loop_thread)
+    answers.answer_later(0.3)  # a long task's answer: the parked loop thread now looks once a minute
+    assert loop_thread.drive(answers.got.is_set)
+    answers.got.clear()
+    began = time.monotonic()
+    answers.answer_later(loop_module.PARK * 5).join()
+    assert answers.got.wait(30)
+    assert time.monotonic() - began < 30, "the loop thread slept on after the long drive ended"
+    assert answers.readers[-1] != threading.get_ident()
+    answers.close()

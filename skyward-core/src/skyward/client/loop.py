@@ -23,6 +23,7 @@ gives the sockets back to it. Whatever reaches a socket during a park waits at m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import select
 import selectors
@@ -39,6 +40,10 @@ T = TypeVar("T")
 PARK = 0.002
 #: Loop iterations a caller runs after its task is done, to leave no callback waiting on a park.
 SETTLE_ITERATIONS = 3
+#: A drive this long is a long task's wait: the parked loop thread then looks every
+#: `LONG_DRIVE_POLL` instead of every `PARK`, and the caller wakes it when it stops driving.
+LONG_DRIVE = 0.05
+LONG_DRIVE_POLL = 0.5
 #: How often a caller waiting for the turn looks whether another caller drives the loop.
 TURN_POLL = 0.001
 #: asyncio's own bound on a select's timeout (epoll takes milliseconds as a C int).
@@ -79,8 +84,10 @@ class LoopThread:
         self._here: int | None = None
         #: The caller running the loop's iterations (`drive`), when one does.
         self._driver: int | None = None
-        #: When a caller last stopped driving (None: none ever did, so the loop thread never parks).
+        #: When a caller last stopped driving (None: none ever did, so the loop thread never parks),
+        #: and when the current drive began.
         self._drive_ended: float | None = None
+        self._drive_began = 0.0
         #: Callers waiting for an answer without driving (one drives already): no park meanwhile.
         self._waiting = 0
         self._waiting_lock = threading.Lock()
@@ -157,7 +164,7 @@ class LoopThread:
             self._waiting += 1
         try:
             if self._driver is not None or self._drive_ended is not None:
-                self.loop.call_soon_threadsafe(_nothing)  # end a park: this answer needs a watcher
+                self._wake()  # end a park: this answer needs a watcher
             return wait()
         finally:
             with self._waiting_lock:
@@ -184,6 +191,7 @@ class LoopThread:
                 return False
             outer = asyncio.events._get_running_loop()
             asyncio.events._set_running_loop(loop)
+            self._drive_began = time.monotonic()
             self._driver = self._here = threading.get_ident()
             try:
                 while not done() and not loop._stopping and not interrupts.held():
@@ -195,9 +203,12 @@ class LoopThread:
                     run_once()  # callbacks the answer queued (with nothing to wait for in select)
             finally:
                 self._driver = self._here = None
-                self._drive_ended = time.monotonic()
+                self._drive_ended = ended = time.monotonic()
                 asyncio.events._set_running_loop(outer)
-                self._wake_if_needed()
+                if ended - self._drive_began >= LONG_DRIVE:
+                    self._wake()  # the parked loop thread may sleep `LONG_DRIVE_POLL`: it watches now
+                else:
+                    self._wake_if_needed()
         finally:
             self.turn.release()
             interrupts.leave(main)
@@ -234,8 +245,8 @@ class LoopThread:
                 left = ended + PARK - now
                 if left <= 0:
                     break
-            else:
-                left = PARK
+            else:  # a caller drives: look again when its drive may have ended
+                left = PARK if now - self._drive_began < LONG_DRIVE else LONG_DRIVE_POLL
             if timers:  # read again each time: a caller may have armed a nearer one
                 left = min(left, timers[0].when() - now)
                 if left <= 0:
@@ -250,8 +261,9 @@ class LoopThread:
         return min(max(0.0, timers[0].when() - time.monotonic()), MAXIMUM_SELECT_TIMEOUT)
 
     def _wake(self) -> None:
-        """Make the loop look again (a signal held for the end of a drive stops it)."""
-        if not self.loop.is_closed():
+        """Make the loop look again (a signal held for the end of a drive stops it; a parked loop
+        thread watches the sockets again)."""
+        with contextlib.suppress(RuntimeError):  # closed meanwhile (the pool stopped): nothing to wake
             self.loop.call_soon_threadsafe(_nothing)
 
     def stop(self) -> None:
