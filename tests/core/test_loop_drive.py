@@ -215,3 +215,39 @@ def test_after_a_long_drive_the_loop_thread_watches_at_once(
     assert time.monotonic() - began < 30, "the loop thread slept on after the long drive ended"
     assert answers.readers[-1] != threading.get_ident()
     answers.close()
+
+
+def test_a_reader_added_on_a_reused_descriptor_survives_the_loop_threads_stale_events(
+    loop_thread: LoopThread,
+) -> None:
+    loop = loop_thread.loop
+    old_ours, old_theirs = socket.socketpair()
+    fd = old_ours.fileno()
+    loop_thread.run(_add_reader(loop, fd, lambda: None))
+    fired = threading.Event()
+    pairs: list[tuple[socket.socket, socket.socket]] = []
+
+    def replace_the_reader() -> None:
+        old_theirs.send(b"x")  # the loop thread wakes for the old reader, and waits for the turn
+        time.sleep(0.2)
+        loop.remove_reader(fd)
+        old_ours.close()
+        new_ours, new_theirs = socket.socketpair()  # the lowest free descriptor: the old one's
+        pairs.append((new_ours, new_theirs))
+        assert new_ours.fileno() == fd
+        loop.add_reader(fd, lambda: (new_ours.recv(64), fired.set()))
+
+    assert loop_thread.run_here(replace_the_reader)
+    pairs[0][1].send(b"y")
+    assert fired.wait(5), "the new reader was removed by the old one's event"
+    loop_thread.run(_remove_reader(loop, fd))
+    for sock in (*pairs[0], old_theirs):
+        sock.close()
+
+
+async def _add_reader(loop: asyncio.AbstractEventLoop, fd: int, callback) -> None:
+    loop.add_reader(fd, callback)
+
+
+async def _remove_reader(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    loop.remove_reader(fd)

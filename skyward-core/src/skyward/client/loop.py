@@ -64,16 +64,22 @@ class _TurnTakingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid
             return super().select(timeout)
         parks = owner._drive_ended is not None and timeout != 0  # a select(0) sleeps in nothing
         owner._sleeps_until = math.inf if timeout is None or parks else time.monotonic() + timeout
+        taken = owner._turns_taken
+        events: list[tuple[selectors.SelectorKey, int]] = []
         owner.turn.release()
         try:
             if parks:
                 timeout = owner._park()
-                if timeout == 0:
-                    return []  # a timer is due: run it (the turn first)
-                owner._sleeps_until = math.inf if timeout is None else time.monotonic() + timeout
-            return super().select(timeout)
+            if timeout != 0 or not parks:  # after a park, 0: a timer is due, run it first
+                events = super().select(timeout)
         finally:
             owner.turn.acquire()
+        if owner._turns_taken != taken:
+            # A caller ran the loop meanwhile, and may have removed a reader whose descriptor
+            # was then reused: asyncio, handed the old reader's event, would remove the new one.
+            # Readiness is level-triggered, so what is still ready comes again at the next select.
+            return []
+        return events
 
 
 class LoopThread:
@@ -91,6 +97,8 @@ class LoopThread:
         #: Callers waiting for an answer without driving (one drives already): no park meanwhile.
         self._waiting = 0
         self._waiting_lock = threading.Lock()
+        #: How many times a caller took the turn (`_take_turn`).
+        self._turns_taken = 0
         self._self_pipe: select.poll | None = None
         #: Until when (time.monotonic) the loop thread sleeps unless woken: a caller that armed a
         #: nearer timer or queued a callback wakes it (`_wake_if_needed`).
@@ -221,6 +229,7 @@ class LoopThread:
         while not turn.acquire(timeout=TURN_POLL):
             if self._driver is not None or not self._thread.is_alive():
                 return False
+        self._turns_taken += 1  # the loop thread's events from before are stale now (`select`)
         return True
 
     def _wake_if_needed(self) -> None:
@@ -239,6 +248,10 @@ class LoopThread:
         pipe = self._self_pipe
         timers = self.loop._scheduled  # type: ignore[attr-defined]
         while not self._waiting:
+            # Callers arm timers meanwhile (they hold the turn, this thread does not). So first say
+            # "asleep for ever", which makes a caller that arms one from now on wake this thread,
+            # then read the nearest timer, then say until when: no timer is missed either way.
+            self._sleeps_until = math.inf
             now = time.monotonic()
             ended = self._drive_ended
             if self._driver is None and ended is not None:
@@ -247,7 +260,7 @@ class LoopThread:
                     break
             else:  # a caller drives: look again when its drive may have ended
                 left = PARK if now - self._drive_began < LONG_DRIVE else LONG_DRIVE_POLL
-            if timers:  # read again each time: a caller may have armed a nearer one
+            if timers:
                 left = min(left, timers[0].when() - now)
                 if left <= 0:
                     return 0
@@ -256,9 +269,12 @@ class LoopThread:
                 time.sleep(left)
             elif pipe.poll(math.ceil(left * 1000)):
                 break  # another thread handed the loop something
+        self._sleeps_until = math.inf  # the same order for the full select's timeout
         if not timers:
             return None
-        return min(max(0.0, timers[0].when() - time.monotonic()), MAXIMUM_SELECT_TIMEOUT)
+        timeout = min(max(0.0, timers[0].when() - time.monotonic()), MAXIMUM_SELECT_TIMEOUT)
+        self._sleeps_until = time.monotonic() + timeout
+        return timeout
 
     def _wake(self) -> None:
         """Make the loop look again (a signal held for the end of a drive stops it; a parked loop
