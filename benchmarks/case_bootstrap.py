@@ -17,7 +17,7 @@ unpacked again, and they read the same local wheelhouse instead of an index (`no
 first run. Each host's own `~/.config/uv/uv.toml` says so, and `offline = true`: this machine's
 DNS stalls a lookup for 5 s in about half the concurrent resolves, noise far above what is
 measured. The figure is the bootstrap's own cost over the install: SSH logins, the wheels'
-upload, the guardian, the import check and the worker's start. The ratio is the issue's target
+upload, the guardian and the worker's start (which is also the import check). The ratio is the issue's target
 (<= 1.3x). An earlier version of this case measured against a warm cache, where the install is a
 few hard links (0.2-0.4 s) and the ratio mostly counts the SSH logins and a Python start.
 

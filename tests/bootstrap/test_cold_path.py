@@ -82,15 +82,39 @@ def test_a_host_venv_interpreter_is_asked_for_its_site_packages(
     assert "add the site-packages" in result.stdout
 
 
-def test_the_worker_import_check_fails_the_skyward_phase(node: tuple[Path, Path, Path]) -> None:
+def test_the_skyward_phase_starts_no_interpreter_when_pip_installed_skyward(
+    node: tuple[Path, Path, Path]
+) -> None:
     workdir, venv, log = node
-    recorder(venv / "bin" / "python", log, status=3)  # `import skyward.worker` fails there
+    recorder(venv / "bin" / "python", log)
     result = run_phase(skyward_phase(sky.Image(), WHEELS, core_in_pip=True), workdir, venv)
-    assert result.returncode == 3
-    assert "::skyward-phase:skyward:fail:3" in result.stdout
-    started = log.read_text()
-    assert "import skyward.worker" in started
-    assert "pip install" not in started  # the pip phase installed every skyward wheel (core_in_pip)
+    assert result.returncode == 0, result.stderr
+    assert "::skyward-phase:skyward:done" in result.stdout
+    assert log.read_text() == ""  # the worker's own start is the import check (skyward.worker.__main__)
+
+
+@pytest.mark.parametrize("module", ["cloudpickle", "lz4"])  # imported by `skyward`, by the worker only
+def test_a_worker_that_cannot_import_takes_its_environments_ready_mark_away(
+    tmp_path: Path, module: str
+) -> None:
+    from skyward.bootstrap.environments import READY
+
+    environment = tmp_path / "envs" / "key"
+    environment.mkdir(parents=True)
+    (environment / READY).touch()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / f"{module}.py").write_text(f"raise ImportError('{module} is broken here')\n")
+    env = {**os.environ, "SKYWARD_ENVIRONMENT": str(environment),
+           "PYTHONPATH": os.pathsep.join([str(broken), *sys.path])}
+    result = subprocess.run(
+        [sys.executable, "-m", "skyward.worker"], env=env, capture_output=True, text=True,
+        stdin=subprocess.DEVNULL, timeout=60,
+    )
+    assert result.returncode != 0
+    assert f"{module} is broken here" in result.stderr  # the traceback, for the node's start error
+    assert "the next pool builds it again" in result.stderr
+    assert not (environment / READY).exists()
 
 
 def test_skyward_and_image_pip_install_in_one_uv_run(node: tuple[Path, Path, Path]) -> None:

@@ -21,3 +21,21 @@ def test_every_node_starts_its_bootstrap_before_any_node_is_ready(ssh_hosts: SSH
     # and each node's script ran (a warm host's as well: its phases only say so)
     scripts = {e.node for e in events if isinstance(e, sky.BootstrapPhase) and e.phase == "uv"}
     assert scripts == {0, 1}
+
+
+def test_the_nodes_get_the_wheels_the_pool_assembled_at_its_start(
+    ssh_hosts: SSHHosts, monkeypatch: Any
+) -> None:
+    import skyward.bootstrap.prepare as prepare
+
+    async def assembled_again() -> Any:
+        raise AssertionError("a node assembled skyward's wheels again")
+
+    monkeypatch.setattr(prepare, "_client_wheels", assembled_again)
+    with ssh_pool(ssh_hosts) as pool:
+        assert (answer() @ pool) == [42, 42]
+
+
+@sky.function
+def answer() -> int:
+    return 42

@@ -106,3 +106,21 @@ def test_two_pools_starting_at_once_on_one_host_build_the_environment_once(host:
         thread.join(300)
     assert not errors, errors
     assert sorted(built(run) for run in runs) == [False, True]
+
+
+def test_a_worker_that_cannot_import_fails_the_start_with_its_traceback_and_is_built_again(
+    host: SSHHosts, tmp_path: Path
+) -> None:
+    # The worker's start is the environment's import check: here the node's env puts a broken lz4
+    # (which the worker imports) ahead of the venv's.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "lz4.py").write_text("raise ImportError('lz4 is broken on this node')\n")
+    with pytest.raises(Exception, match="lz4 is broken on this node"):
+        run_pool(host, sky.Image(pip=["numpy"], env={"PYTHONPATH": str(broken)}))
+    (environment,) = environments(host)
+    assert not (environment / ".ready").exists()
+
+    again = run_pool(host)  # the same environment key: built again from nothing, and it works
+    assert built(again)
+    assert again["venv"] == str(environment / "venv")

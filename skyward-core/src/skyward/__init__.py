@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 # a worker starts in a fraction of the time. `function` is imported here because the submodule of
 # the same name would otherwise replace the decorator as an attribute once something imports it.
 from skyward._version import __version__ as __version__
-from skyward.function import PendingFunction, PendingFunctionGroup, RemoteFunction, function, gather
+
+try:
+    from skyward.function import PendingFunction, PendingFunctionGroup, RemoteFunction, function, gather
+except BaseException:  # on a node, the worker's start is the environment's import check
+    from skyward._environment_mark import unmark_environment
+
+    unmark_environment()
+    raise
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "skyward.client.planning": ("plan",),

@@ -14,9 +14,12 @@ they are per pool (secrets, the user's code, mounts) and may have side effects a
 The script takes an exclusive `flock` on `<key>.lock` while it builds (two pools reaching one host
 at once build once; the second waits and reuses), and marks `<key>/.ready` only after the
 `skyward` phase succeeded, so a half-built environment is never reused: without the mark the
-environment is built again from nothing. With the mark, the venv, apt, pip and skyward phases
-only say so. The client asks for the mark before it uploads the wheels
-(`ready_command`): a warm node costs one round trip and no upload.
+environment is built again from nothing. The worker's start, right after, is the check that
+skyward imports there (no separate interpreter start for it): a worker that cannot import takes
+the mark away before it exits (`skyward._environment_mark`, told the folder by `env.sh`'s
+`SKYWARD_ENVIRONMENT`), and the node's start error carries its traceback. With the mark, the
+venv, apt, pip and skyward phases only say so. The client asks for the mark before it uploads the
+wheels (`ready_command`): a warm node costs one round trip and no upload.
 
 Environments stay on the host after the pool (they hold no secret: `env.sh` and the index
 credentials live in the pool's node folder, which goes). Remove `~/.skyward/envs` to reclaim the
@@ -25,6 +28,7 @@ space; a cloud machine takes them with it when it ends.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shlex
@@ -32,15 +36,24 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from skyward import _environment_mark
+
 #: The phases that build the environment (skipped on a warm node); `uv` always runs (cheap, and
 #: it links the uv every later phase and the worker's PATH use).
 ENVIRONMENT_PHASES: tuple[str, ...] = ("venv", "apt", "pip", "skyward")
 #: The file in an environment's folder that says it is complete.
-READY = ".ready"
+READY = _environment_mark.READY
 
 
 def wheel_digest(path: Path) -> str:
     """A wheel's content digest (its bytes: local wheels keep their version across edits)."""
+    stat = Path(path).stat()
+    return _digest(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    """Read once per file version: every node of a pool asks for the same wheels."""
     return hashlib.blake2b(Path(path).read_bytes(), digest_size=12).hexdigest()
 
 

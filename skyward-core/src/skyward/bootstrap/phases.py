@@ -298,11 +298,16 @@ def _requirements_toml(packages: list[str], indexes: tuple[Any, ...], bare: tupl
     return "\n".join(lines) + "\n"
 
 
-def env_phase(image: Any, workdir: str, venv: str) -> str:
+def env_phase(image: Any, workdir: str, venv: str, environment: str | None = None) -> str:
+    """Writes `env.sh`, sourced by the later phases and the worker's launch. With a warm
+    `environment`, it names it (`SKYWARD_ENVIRONMENT`): a worker that cannot import there takes
+    the environment's ready mark away (`skyward.worker.__main__`)."""
     static = [
         "# Skyward node environment (POSIX sh): sourced by later bootstrap phases and by the worker launch.",
         "export PYTHONUNBUFFERED=1",
     ]
+    if environment is not None:
+        static.append(f"export SKYWARD_ENVIRONMENT={shlex.quote(environment)}")
     static += [f"export {name}={shlex.quote(value)}" for name, value in image.env.items()]
     static += [
         f"export SKYWARD_WORKDIR={shlex.quote(workdir)}",
@@ -401,15 +406,18 @@ def skyward_installs(image: Any, wheels: tuple[str, ...]) -> SkywardInstalls:
 
 
 def skyward_phase(image: Any, wheels: tuple[str, ...], *, core_in_pip: bool = False) -> str:
-    """Installs skyward into the venv and checks the worker imports. With `core_in_pip`, the `pip`
-    phase installed skyward's distributions already (`SkywardInstalls.joins_pip`): only the check
-    is left."""
+    """Installs skyward into the venv. With `core_in_pip`, the `pip` phase installed skyward's
+    distributions already (`SkywardInstalls.joins_pip`): nothing is left but to say so.
+
+    There is no separate `python -c "import skyward.worker"` check: the worker's own start, right
+    after the script, is that check, with the same traceback on failure (see
+    `skyward.worker.__main__`), and a second interpreter start cost a cold pool a quarter of a
+    second on a small machine."""
     installs = skyward_installs(image, wheels)
-    check = _run('"$V/bin/python" -c "import skyward.worker"', "python -c 'import skyward.worker'")
     if core_in_pip or not installs.with_deps:
-        return _phase("skyward", check)
+        return _phase("skyward", "echo 'skyward bootstrap: skyward was installed with Image.pip'\n")
     if installs.joins_pip:  # no Image.pip: skyward's own distributions, in one uv run all the same
-        return _phase("skyward", _uv_install((), (), installs) + check)
+        return _phase("skyward", _uv_install((), (), installs))
     install = '"$W/bin/uv" pip install --python "$V/bin/python"'
     shown = "uv pip install --python $W/venv/bin/python"
     no_git = ('skyward bootstrap: Image(skyward_source="github") needs git on the node; '
@@ -420,7 +428,7 @@ def skyward_phase(image: Any, wheels: tuple[str, ...], *, core_in_pip: bool = Fa
             flags = installs.flags(group) + extra
             quoted = " ".join(shlex.quote(r) for r in group)
             lines += _run(f"{install}{flags} {quoted}", f"{shown}{flags} {quoted}")
-    return _phase("skyward", lines + check)
+    return _phase("skyward", lines)
 
 
 def op_phase(op: Op, name: str, index: int) -> str:

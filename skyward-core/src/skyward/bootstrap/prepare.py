@@ -77,7 +77,9 @@ async def prepare_node(
     script: Script | None = None
     resume = False
     environment = None
-    wheels = await _client_wheels() if resolve_source(image) == "local" else ()
+    wheels: tuple[Path, ...] = ()
+    if resolve_source(image) == "local":  # the pool's, assembled at its start, or assembled here
+        wheels = tuple(getattr(setup, "wheels", None) or ()) or await _client_wheels()
     if environments_root is not None:
         environment = await _environment(image, python, system_site_packages, environments_root, wheels)
     while True:

@@ -150,7 +150,7 @@ def render_script(
     if image.pip:
         joined = installs if core_in_pip else None
         body.append(reusable(pip_phase(tuple(image.pip), tuple(image.pip_indexes), joined)))
-    body.append(env_phase(image, workdir, venv))
+    body.append(env_phase(image, workdir, venv, environment))
     if includes_dir is not None:
         body.append(includes_phase(includes_dir))
     body.append(reusable(skyward_phase(image, wheels, core_in_pip=core_in_pip)))

@@ -89,6 +89,8 @@ class Fleet:
         #: Credentials in the image (`image_secrets`: env values, index passwords), masked wherever
         #: output is shown.
         self._secrets: tuple[str, ...] = ()
+        #: Skyward's wheels for the nodes, assembled at the start (`prepare_wheels`).
+        self._wheels: tuple[Any, ...] = ()
         self._spend = Spend()
         self._requested_at = time.monotonic()
         self._lease: asyncio.Task[None] | None = None
@@ -155,7 +157,7 @@ class Fleet:
 
         # Skyward's own wheels for the nodes: a client that cannot ship itself fails before any
         # machine is asked for, and the nodes then upload the cached wheels.
-        await asyncio.to_thread(prepare_wheels, self.specs)
+        self._wheels = await asyncio.to_thread(prepare_wheels, self.specs)
         errors: list[str] = []
         for spec in await machines.in_selection_order(self.specs, self.options.selection, self._log):
             try:
@@ -235,6 +237,7 @@ class Fleet:
             image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
             emit=self.announce.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
             worker=worker, end_command=self.hooks.end_machine_command(self.provider, self.cluster, instance),
+            wheels=self._wheels,
         )
         channel = await self.provider.connect(self.cluster, instance, setup)
         self.announce.launched(self.provider, instance, worker)

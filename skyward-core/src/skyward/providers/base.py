@@ -109,6 +109,10 @@ class NodeSetup:
     worker: int = 0
     #: What the node's guardian runs to end the machine when the pool's lease lapses (None: none).
     end_command: str | None = None
+    #: Skyward's own wheels for the node (source "local"), assembled once by the pool before it
+    #: asked for any machine, so that every node, a replacement too, gets the same ones. None:
+    #: the bootstrap assembles them itself (a provider's own use of `prepare_node`).
+    wheels: tuple[Any, ...] | None = None
 
 
 class ProviderConfig(Protocol):
