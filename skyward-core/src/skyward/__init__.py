@@ -30,7 +30,7 @@ from skyward._version import __version__ as __version__
 
 try:
     from skyward.function import PendingFunction, PendingFunctionGroup, RemoteFunction, function, gather
-except BaseException:  # on a node, the worker's start is the environment's import check
+except Exception:  # an import error; on a node, the worker's start is the environment's import check
     from skyward._environment_mark import unmark_environment
 
     unmark_environment()

@@ -301,7 +301,7 @@ def _requirements_toml(packages: list[str], indexes: tuple[Any, ...], bare: tupl
 def env_phase(image: Any, workdir: str, venv: str, environment: str | None = None) -> str:
     """Writes `env.sh`, sourced by the later phases and the worker's launch. With a warm
     `environment`, it names it (`SKYWARD_ENVIRONMENT`): a worker that cannot import there takes
-    the environment's ready mark away (`skyward.worker.__main__`)."""
+    the environment's ready mark away (`skyward._environment_mark`)."""
     static = [
         "# Skyward node environment (POSIX sh): sourced by later bootstrap phases and by the worker launch.",
         "export PYTHONUNBUFFERED=1",

@@ -8,7 +8,7 @@ environment, its ready mark goes first (`skyward._environment_mark`).
 
 try:
     from skyward.worker.main import main
-except BaseException:
+except Exception:  # an import error (an interrupt says nothing of the environment)
     from skyward._environment_mark import unmark_environment
 
     unmark_environment()
