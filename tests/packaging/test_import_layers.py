@@ -50,6 +50,7 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "foundations",
         (
+            "_environment_mark",
             "_version",
             "accelerators",
             "active",
