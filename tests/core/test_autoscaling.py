@@ -84,6 +84,9 @@ def test_elastic_pool_grows_while_tasks_wait_and_shrinks_back_when_idle(tmp_path
         assert wait_until(lambda: pool.current_nodes() == 1, timeout=30)
         assert wait_until(lambda: not pid_alive(pids[1]) and not pid_alive(pids[2]), timeout=10)
         assert worker_pid() @ pool == [pids[0]]
+        # The shrink is announced once its machines are released, after the workers left the
+        # scheduler: a pool closed before that would cancel the announcement with the resize.
+        assert wait_until(lambda: bool(resized) and resized[-1].nodes == 1, timeout=30)
     assert resized[0].previous == 1
     assert max(e.nodes for e in resized) == 3
     assert resized[-1].nodes == 1
