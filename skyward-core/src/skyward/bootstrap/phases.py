@@ -299,15 +299,12 @@ def _requirements_toml(packages: list[str], indexes: tuple[Any, ...], bare: tupl
 
 
 def env_phase(image: Any, workdir: str, venv: str, environment: str | None = None) -> str:
-    """Writes `env.sh`, sourced by the later phases and the worker's launch. With a warm
-    `environment`, it names it (`SKYWARD_ENVIRONMENT`): a worker that cannot import there takes
-    the environment's ready mark away (`skyward._environment_mark`)."""
+    """`env.sh`, for later phases and the worker; it names a warm `environment` (`_environment_mark`)."""
     static = [
         "# Skyward node environment (POSIX sh): sourced by later bootstrap phases and by the worker launch.",
         "export PYTHONUNBUFFERED=1",
     ]
-    if environment is not None:
-        static.append(f"export SKYWARD_ENVIRONMENT={shlex.quote(environment)}")
+    static += [f"export SKYWARD_ENVIRONMENT={shlex.quote(environment)}"] if environment is not None else []
     static += [f"export {name}={shlex.quote(value)}" for name, value in image.env.items()]
     static += [
         f"export SKYWARD_WORKDIR={shlex.quote(workdir)}",
@@ -406,13 +403,9 @@ def skyward_installs(image: Any, wheels: tuple[str, ...]) -> SkywardInstalls:
 
 
 def skyward_phase(image: Any, wheels: tuple[str, ...], *, core_in_pip: bool = False) -> str:
-    """Installs skyward into the venv. With `core_in_pip`, the `pip` phase installed skyward's
-    distributions already (`SkywardInstalls.joins_pip`): nothing is left but to say so.
-
-    There is no separate `python -c "import skyward.worker"` check: the worker's own start, right
-    after the script, is that check, with the same traceback on failure (see
-    `skyward.worker.__main__`), and a second interpreter start cost a cold pool a quarter of a
-    second on a small machine."""
+    """Installs skyward into the venv (with `core_in_pip`, the `pip` phase did). No import check
+    here: the worker's start is that check (`skyward._environment_mark`), one interpreter start
+    less on a cold pool's critical path."""
     installs = skyward_installs(image, wheels)
     if core_in_pip or not installs.with_deps:
         return _phase("skyward", "echo 'skyward bootstrap: skyward was installed with Image.pip'\n")

@@ -89,8 +89,7 @@ class Fleet:
         #: Credentials in the image (`image_secrets`: env values, index passwords), masked wherever
         #: output is shown.
         self._secrets: tuple[str, ...] = ()
-        #: Skyward's wheels for the nodes, assembled at the start (`prepare_wheels`).
-        self._wheels: tuple[Any, ...] = ()
+        self._wheels: tuple[Any, ...] = ()  # Skyward's wheels for the nodes (`prepare_wheels`, at start)
         self._spend = Spend()
         self._requested_at = time.monotonic()
         self._lease: asyncio.Task[None] | None = None
