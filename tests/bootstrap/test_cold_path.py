@@ -14,14 +14,8 @@ import pytest
 from bootstrap_support import needs_uv
 
 import skyward as sky
-from skyward.bootstrap.phases import (
-    PRELUDE,
-    SkywardInstalls,
-    pip_phase,
-    skyward_installs,
-    skyward_phase,
-    venv_phase,
-)
+from skyward.bootstrap.phases import PRELUDE, pip_phase, venv_phase
+from skyward.bootstrap.skyward_installs import SkywardInstalls, skyward_installs, skyward_phase
 
 WHEELS = ("/nowhere/skyward_core-0.1.0-py3-none-any.whl", "/nowhere/skyward_aws-0.1.0-py3-none-any.whl")
 

@@ -65,11 +65,10 @@ from skyward.bootstrap.phases import (
     op_phase,
     pip_phase,
     setup,
-    skyward_installs,
-    skyward_phase,
     uv_phase,
     venv_phase,
 )
+from skyward.bootstrap.skyward_installs import skyward_installs, skyward_phase
 
 __all__ = ["IMAGE_PHASES", "RESUME", "Script", "phase_names", "render_script"]
 
