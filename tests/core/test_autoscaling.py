@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -91,6 +92,32 @@ def test_elastic_pool_grows_while_tasks_wait_and_shrinks_back_when_idle(tmp_path
     assert max(e.nodes for e in resized) == 3
     assert resized[-1].nodes == 1
     assert "waiting" in resized[0].reason and "idle" in resized[-1].reason
+
+
+def test_a_shrink_cut_off_by_the_pools_exit_still_announces_the_size_it_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skyward.client.fleet import Fleet
+
+    released = asyncio.Event()
+
+    async def slow_release(self: Fleet, instances: list[object]) -> None:
+        await released.wait()  # machines that take long to go: the pool exits meanwhile
+
+    monkeypatch.setattr(Fleet, "_give_back", slow_release)
+    go = tmp_path / "go"
+    resized: list[sky.PoolResized] = []
+    with local_pool(nodes=(1, 3), options=sky.Options(console=False, logging=False, **QUICK)) as pool:
+        pool.on(sky.PoolResized, resized.append)
+        futures = [wait_for(str(go)) > pool for _ in range(6)]
+        assert wait_until(lambda: pool.current_nodes() == 3, timeout=30)
+        go.touch()
+        for future in futures:
+            future.result(timeout=30)
+        assert wait_until(lambda: pool.current_nodes() < 3, timeout=30)  # the shrink is under way
+        assert resized[-1].nodes == 3  # and not announced yet: its first machine is still going
+    assert (resized[-1].previous, resized[-1].nodes) == (3, 2)
+    assert "idle" in resized[-1].reason
 
 
 def test_fixed_pool_never_changes_size_under_load(tmp_path: Path) -> None:

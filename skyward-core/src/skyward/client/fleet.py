@@ -135,8 +135,7 @@ class Fleet:
         raise ConfigurationError(f"target={target!r}: use None (round-robin), 'head' or a node index")
 
     def idle_tail(self, now: float, idle_after: float) -> int:
-        """How many of the highest-numbered nodes have idled `idle_after` seconds, counted down
-        from the last and stopping at the first that has not (elastic pools shrink by these)."""
+        """How many of the last nodes idled `idle_after` s, from the last down (shrink candidates)."""
         count = 0
         for index in sorted(self.instances, reverse=True):
             handles = self._scheduler.workers_of(index)
@@ -418,13 +417,14 @@ class Fleet:
         """Grow or shrink to `desired` nodes (the highest indices go first), one change at a time."""
         async with self.resize_lock:
             previous = len(self.instances)
-            if desired > previous:
-                await self._grow(desired)
-            elif desired < previous:
-                await self._shrink(desired)
-            if len(self.instances) != previous:
-                now = len(self.instances)
-                self.bus.emit(PoolResized(nodes=now, previous=previous, reason=reason, pool=self.name))
+            try:
+                if desired > previous:
+                    await self._grow(desired)
+                elif desired < previous:
+                    await self._shrink(desired)
+            finally:  # a resize cut off (the pool's exit) still tells the size it reached
+                if (now := len(self.instances)) != previous:
+                    self.bus.emit(PoolResized(nodes=now, previous=previous, reason=reason, pool=self.name))
 
     async def _grow(self, desired: int) -> None:
         first = max(self.instances, default=-1) + 1
