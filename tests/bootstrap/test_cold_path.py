@@ -4,11 +4,13 @@ runs, and what fails the phase, is seen without installing anything."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bootstrap_support import needs_uv
@@ -227,3 +229,85 @@ def test_a_failed_early_apt_get_update_fails_the_apt_phase_with_its_code(
     assert result.returncode == 100
     assert "::skyward-phase:apt:fail:100" in result.stdout
     assert "install" not in log.read_text()
+
+
+class SlowUploads:
+    """`LocalRunner`, but each copy of a folder takes `delay` seconds more (a slow network), and
+    fails with `error` when one is given; notes when the copies ended."""
+
+    def __init__(self, delay: float, error: Exception | None = None) -> None:
+        from skyward.bootstrap.runner import LocalRunner
+
+        self.local = LocalRunner()
+        self.delay = delay
+        self.error = error
+        self.copied_at: list[float] = []
+
+    async def run(self, command: str, **kwargs: Any) -> int:
+        return await self.local.run(command, **kwargs)
+
+    async def put(self, local: Path, remote: str) -> None:
+        import asyncio
+        import time
+
+        if Path(local).is_dir():
+            await asyncio.sleep(self.delay)
+            if self.error is not None:
+                raise self.error
+        await self.local.put(local, remote)
+        self.copied_at.append(time.time())
+
+
+def test_the_first_phases_run_while_the_wheels_upload_and_the_install_waits_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from bootstrap_support import Events, setup_for, use_shared_uv_cache
+
+    from skyward.bootstrap.prepare import prepare_node
+    from skyward.observe.events import BootstrapPhase
+
+    use_shared_uv_cache(monkeypatch)
+    events = Events()
+    runner = SlowUploads(delay=2.0)
+    asyncio.run(prepare_node(
+        runner, setup_for(sky.Image(), emit=events), node=0, workdir=str(tmp_path / "n0"), python=None
+    ))
+    at = {(e.phase, e.event): e.time for e in events if isinstance(e, BootstrapPhase)}
+    uploaded = max(runner.copied_at)  # the marker, after the wheels
+    assert at[("venv", "completed")] < uploaded  # the venv was made while the wheels were on their way
+    assert uploaded <= at[("skyward", "started")]  # skyward installed from them once they were there
+    assert "skyward bootstrap: waiting for the uploads (wheels, includes)" in events.console()
+
+
+def test_an_upload_that_fails_stops_the_script_that_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from bootstrap_support import Events, setup_for, use_shared_uv_cache
+
+    from skyward.bootstrap.prepare import prepare_node
+
+    use_shared_uv_cache(monkeypatch)
+    events = Events()
+    runner = SlowUploads(delay=0.5, error=OSError("no space left on the node"))
+    with pytest.raises(OSError, match="no space left on the node"):
+        asyncio.run(asyncio.wait_for(prepare_node(
+            runner, setup_for(sky.Image(), emit=events), node=0, workdir=str(tmp_path / "n0"), python=None
+        ), 60))
+    assert ("skyward", "started") not in events.phases()
+    assert not processes_in(tmp_path / "n0")  # the script, waiting at the gate, was stopped
+
+
+def processes_in(folder: Path) -> list[int]:
+    """The processes whose working directory is `folder` (the bootstrap script cds there)."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid"]):
+        with contextlib.suppress(psutil.Error):
+            if Path(process.cwd()) == folder:
+                found.append(process.pid)
+    return found

@@ -165,3 +165,47 @@ def test_a_clean_exit_leaves_no_secret_on_the_ssh_host(ssh_hosts: SSHHosts) -> N
         assert read_token() >> pool == secret
         assert secret_holders(server.home, secret.encode()), "the node never held the secret"
     assert secret_holders(server.home, secret.encode()) == []
+
+
+def test_the_guardians_start_is_sent_before_it_answers_and_it_comes_up_all_the_same(
+    ssh_hosts: SSHHosts, tmp_path: Path
+) -> None:
+    """What a bootstrap waits for before its script runs: the node's shell holding the guardian's
+    start, not the guardian's own (slower) Python start, which then comes up by itself."""
+    import asyncio
+
+    from skyward.guardian import release_command
+    from skyward.transport.ssh import connect
+    from skyward.transport.ssh_lease import guard
+
+    server = ssh_hosts.servers[0]
+    slow_python = tmp_path / "slow-python"  # an interpreter that takes a second to start
+    slow_python.write_text(f"#!/bin/sh\nsleep 1\nexec {sys.executable} \"$@\"\n")
+    slow_python.chmod(0o755)
+    folder = f"{server.home}/guarded-{tmp_path.name}"
+
+    async def run() -> tuple[float, float, str]:
+        conn = await connect(server.address, server.port, server.user,
+                             key_file=ssh_hosts.key_file, known_hosts=ssh_hosts.known_hosts)
+        try:
+            loop = asyncio.get_running_loop()
+            sent: asyncio.Future[None] = loop.create_future()
+            began = loop.time()
+            guarding = asyncio.ensure_future(guard(
+                conn, folder, ttl=60, initial=60, end_command=None, pythons=(str(slow_python),), sent=sent
+            ))
+            await sent
+            sent_after = loop.time() - began
+            renewal = await guarding
+            answered_after = loop.time() - began
+            assert renewal is not None
+            renewal.close()
+            release = await conn.run(f"cat {folder}/guardian.lock", check=False)
+            await conn.run(release_command(folder), check=False)
+            return sent_after, answered_after, str(release.stdout)
+        finally:
+            conn.close()
+
+    sent_after, answered_after, lock = asyncio.run(run())
+    assert sent_after < 1.0 <= answered_after  # sent before the slow start, answered after it
+    assert lock.strip().isdigit()  # the guardian holds its lock: it is up

@@ -214,6 +214,20 @@ def apt_phase(packages: tuple[str, ...]) -> str:
     return _phase("apt", lines)
 
 
+def await_uploads(marker: str) -> str:
+    """Waits until the client has written `marker`: its uploads (wheels, includes) go on while the
+    first phases run, and what follows needs them. Not a phase of its own: usually they are there
+    already. A client gone meanwhile leaves the wait to its runner's timeout or to the guardian,
+    which ends the bootstrap's process group."""
+    m = shlex.quote(marker)
+    return (
+        f"if [ ! -e {m} ]; then\n"
+        "  echo 'skyward bootstrap: waiting for the uploads (wheels, includes)'\n"
+        f"  while [ ! -e {m} ]; do sleep 0.02; done\n"
+        "fi\n"
+    )
+
+
 def requirement_name(requirement: str) -> str | None:
     """The normalized distribution name of a PEP 508 requirement; None for a URL or a path."""
     text = requirement.strip()

@@ -26,6 +26,10 @@ from skyward.observe.events import BootstrapRequested
 
 __all__ = ["DEFAULT_EXCLUDES", "Reconnect", "bootstrap_secrets", "prepare_node", "stage_includes"]
 
+#: The file the client writes into the node folder once the uploads are there; the script's phases
+#: that need them (pip, includes, skyward) wait for it, the first ones (uv, venv, apt) do not.
+UPLOADS_MARKER = "uploads.done"
+
 #: Never shipped with includes, whatever `Image.excludes` says.
 DEFAULT_EXCLUDES: tuple[str, ...] = ("__pycache__", "*.pyc", ".git", ".DS_Store")
 
@@ -62,8 +66,10 @@ async def prepare_node(
     (`environments`): a node that already holds the one this image builds reuses it, and then
     the wheels are not uploaded at all (one round trip asks whether it is ready).
 
-    `before_script` (the start of the node's guardian) is awaited after the uploads, before the
-    script first runs: what it waits on overlaps the warm check and the uploads.
+    The uploads go on while the script's first phases (uv, venv, apt) run: the client writes
+    `UPLOADS_MARKER` once they are there, and the phases that need them wait for it. The
+    `bootstrap_timeout` counts from the script's start, so it covers the uploads that overlap it.
+    `before_script` (the node's guardian being started) is awaited before the script first runs.
     """
     image = setup.image
     ops = as_ops(setup.ops)
@@ -85,22 +91,29 @@ async def prepare_node(
     while True:
         try:
             warm = environment is not None and await _ready(runner, environment)
-            remote_wheels, includes_dir = await _upload(runner, image, workdir, wheels, send=not warm)
             if script is None:
+                remote_wheels, includes_dir = _remote_paths(image, workdir, wheels)
+                uploads = bool(wheels and not warm) or includes_dir is not None
                 script = render_script(
                     image, ops, workdir=workdir, python=python, wheels=remote_wheels,
                     includes_dir=includes_dir, system_site_packages=system_site_packages,
                     environment=environment,
+                    uploads_marker=f"{workdir}/{UPLOADS_MARKER}" if uploads else None,
                 )
+            transfer = asyncio.ensure_future(
+                _upload(runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker)
+            )
+            if resume or script.uploads_marker is None:  # a resumed run finds its files in place
+                await transfer
             if before_script is not None:
                 await before_script
                 before_script = None
             if deadline is None:
                 deadline = loop.time() + budget
-            await run_bootstrap(
+            await _together(transfer, run_bootstrap(
                 runner, script, node=node, emit=emit, timeout=max(deadline - loop.time(), 0.001),
                 secrets=secrets, resume=resume, progress=progress, budget=budget,
-            )
+            ))
             return script
         except RunnerConnectionLost as lost:
             # The phase that was running, or, before the first phase, the upload of the files.
@@ -152,15 +165,21 @@ async def _ready(runner: CommandRunner, environment: str) -> bool:
     return status == 0
 
 
-async def _upload(
-    runner: CommandRunner, image: Any, workdir: str, wheels: tuple[Path, ...], *, send: bool = True
-) -> tuple[tuple[str, ...], str | None]:
-    """Skyward's `wheels` (source "local") and the image's includes onto the node; their paths there.
-    With `send` False (a warm environment holds the wheels installed) the wheels stay here, and their
-    paths are those they would have. The wheels go as one folder (one SFTP session, not one per
-    wheel), at the same time as the includes."""
+def _remote_paths(image: Any, workdir: str, wheels: tuple[Path, ...]) -> tuple[tuple[str, ...], str | None]:
+    """Where `_upload` puts skyward's wheels and the image's includes on the node."""
     remote_wheels = tuple(f"{workdir}/wheels/{wheel.name}" for wheel in wheels)
-    includes_dir = f"{workdir}/includes" if image.includes else None
+    return remote_wheels, (f"{workdir}/includes" if image.includes else None)
+
+
+async def _upload(
+    runner: CommandRunner, image: Any, workdir: str, wheels: tuple[Path, ...], *, send: bool = True,
+    marker: str | None = None,
+) -> None:
+    """Skyward's `wheels` (source "local") and the image's includes onto the node (`_remote_paths`).
+    With `send` False (a warm environment holds the wheels installed) the wheels stay here. The
+    wheels go as one folder (one SFTP session, not one per wheel), at the same time as the
+    includes; then, when the script waits for them, its `marker` file."""
+    remote_wheels, includes_dir = _remote_paths(image, workdir, wheels)
     staged: list[Path] = []
     try:
         copies = []
@@ -171,10 +190,30 @@ async def _upload(
             staged.append(await asyncio.to_thread(stage_includes, image.includes, image.excludes))
             copies.append(runner.put(staged[-1], includes_dir))
         await _all(copies)
+        if marker is not None:
+            staged.append(Path(tempfile.mkdtemp(prefix="skyward-uploads-")))
+            (staged[-1] / UPLOADS_MARKER).touch()
+            await runner.put(staged[-1] / UPLOADS_MARKER, marker)
     finally:
         for folder in staged:
             shutil.rmtree(folder, ignore_errors=True)
-    return remote_wheels, includes_dir
+
+
+async def _together(transfer: asyncio.Future[None], run: Awaitable[None]) -> None:
+    """The script's run while the uploads it waits for go on. The first to fail ends the other
+    (the script stopped on the node, the copies cancelled) and its error is raised, the
+    uploads' first: a script waiting for files that will not come has nothing to say."""
+    script = asyncio.ensure_future(run)
+    try:
+        await asyncio.wait({transfer, script}, return_when=asyncio.FIRST_EXCEPTION)
+        for task in (transfer, script):
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+    finally:
+        for task in (transfer, script):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(transfer, script, return_exceptions=True)
 
 
 async def _all(awaitables: list[Awaitable[None]]) -> None:

@@ -13,11 +13,12 @@ markers on stdout, which the runner turns into events:
 Phases, in order: `uv` (find uv, else `pip install --target <workdir>/.uv uv` from the package
 registry), `venv` (`uv venv` at `<workdir>/venv`, reused when it was made for the same Python),
 `apt` (only when `Image.apt`; its `apt-get update` starts in the background before the venv phase,
-see `phases.apt_update_early`), `pip` (only when `Image.pip`; skyward-core and its dependencies join
-its resolve, one uv run instead of two, unless skyward comes from github), `env` (writes
-`<workdir>/env.sh`), `includes` (only with an `includes_dir`), `skyward` (installs the rest of
-skyward into the venv and checks that the worker imports), then one phase per plugin op, named
-after `Op.name`, in plugin order.
+see `phases.apt_update_early`), then, when the provider uploads files while these first phases
+run, a wait for them (`phases.await_uploads`), `pip` (only when `Image.pip`; skyward-core and its
+dependencies join its resolve, one uv run instead of two, unless skyward comes from github), `env`
+(writes `<workdir>/env.sh`), `includes` (only with an `includes_dir`), `skyward` (installs the
+rest of skyward into the venv; the worker's start is the import check), then one phase per plugin
+op, named after `Op.name`, in plugin order.
 
 Scoped indexes (`PipIndex`): uv applies `[tool.uv.sources]` pins and `explicit = true` indexes when
 it installs `-r pyproject.toml`, so with indexes the pip phase writes `<workdir>/requirements/
@@ -59,6 +60,7 @@ from skyward.bootstrap.phases import (
     UNSAFE_PHASE,
     apt_phase,
     apt_update_early,
+    await_uploads,
     env_phase,
     includes_phase,
     interpreter_spec,
@@ -88,6 +90,9 @@ class Script:
     workdir: str
     #: The warm environment the venv lives in (`environments`), None when it is the node folder's own.
     environment: str | None = None
+    #: The file the client writes once its uploads are there (`prepare.UPLOADS_MARKER`); None when
+    #: the script does not wait for uploads (nothing to upload).
+    uploads_marker: str | None = None
 
     @property
     def env_file(self) -> str:
@@ -112,6 +117,7 @@ def render_script(
     includes_dir: str | None = None,
     system_site_packages: bool = False,
     environment: str | None = None,
+    uploads_marker: str | None = None,
 ) -> Script:
     """The bootstrap script for `image` followed by the plugin `ops`, rooted at `workdir` on the node.
 
@@ -120,7 +126,9 @@ def render_script(
     `wheels` are paths *on the node* of skyward wheels the provider uploaded (source "local");
     `includes_dir` is where the provider put `Image.includes` (the script checks it and adds it to
     PYTHONPATH). `environment`: the folder on the node of the warm environment to build or reuse
-    (`environments`); None keeps the venv in the node folder.
+    (`environments`); None keeps the venv in the node folder. `uploads_marker`: a path on the node
+    that the phases needing the uploads (pip, env, includes, skyward) wait for, so that the first
+    ones (uv, venv, apt) run while the provider uploads.
     """
     if not workdir.startswith("/"):
         raise ValueError(
@@ -144,6 +152,8 @@ def render_script(
     body.append(reusable(venv_phase(python_spec, system_site_packages, shared=shared)))
     if image.apt:
         body.append(reusable(apt_phase(tuple(image.apt))))
+    if uploads_marker is not None:
+        body.append(await_uploads(uploads_marker))
     installs = skyward_installs(image, wheels)
     core_in_pip = bool(image.pip) and installs.joins_pip
     if image.pip:
@@ -160,7 +170,8 @@ def render_script(
 
     text = PRELUDE + "__sky_main() {\n" + "\n".join(body) + "}\n\n__sky_main \"$@\" < /dev/null\n"
     return Script(
-        text=text, python_bin=f"{venv}/bin/python", venv_dir=venv, workdir=workdir, environment=environment
+        text=text, python_bin=f"{venv}/bin/python", venv_dir=venv, workdir=workdir,
+        environment=environment, uploads_marker=uploads_marker,
     )
 
 

@@ -207,11 +207,13 @@ class RemoteNodes:
             if script is not None and await _exists(conn, f"{workdir}/env.sh"):
                 await self._guard(node, conn, cluster, setup, workdir)
             else:
-                # The guardian starts while the bootstrap looks for a warm environment and uploads
-                # (one round trip less to wait for); its script runs only once the guardian is up.
-                guarded = asyncio.ensure_future(self._guard(node, conn, cluster, setup, workdir))
+                # The guardian starts while the bootstrap looks for a warm environment and uploads;
+                # its script runs once the node's shell holds the guardian's start (`sent`).
+                sent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                guarded = asyncio.ensure_future(self._guard(node, conn, cluster, setup, workdir, sent))
+                guarded.add_done_callback(lambda _: sent.done() or sent.set_result(None))
                 try:
-                    script = await self._bootstrap(conn, setup, node, workdir, guarded)
+                    script = await self._bootstrap(conn, setup, node, workdir, sent)
                 finally:
                     with contextlib.suppress(Exception):
                         await guarded
@@ -227,7 +229,8 @@ class RemoteNodes:
         return channel
 
     async def _guard(
-        self, node: int, conn: Connection, cluster: Cluster, setup: NodeSetup, workdir: str
+        self, node: int, conn: Connection, cluster: Cluster, setup: NodeSetup, workdir: str,
+        sent: asyncio.Future[None] | None = None,
     ) -> None:
         """Start the node's guardian unless it runs, and renew its lease on `conn`."""
         renewal = self._renewals.get(node)
@@ -241,7 +244,7 @@ class RemoteNodes:
         try:
             renewal = await guard(
                 conn, workdir, ttl=ttl, initial=initial_lease(setup.bootstrap_timeout, ttl),
-                end_command=setup.end_command, pythons=pythons,
+                end_command=setup.end_command, pythons=pythons, sent=sent,
             )
         except Exception as exc:  # noqa: BLE001 - the pool still runs; reported
             self._log.warning("skyward.guardian_failed", node=node, error=str(exc))

@@ -66,19 +66,32 @@ async def guard(
     initial: float,
     end_command: str | None,
     pythons: tuple[str, ...],
+    sent: asyncio.Future[None] | None = None,
 ) -> LeaseRenewal | None:
     """Start the guardian of `folder` (unless one runs) and open a renewal of its lease on `conn`.
 
     None when the machine has no Python to run it yet (the bootstrap installs one: call again).
+    `sent`, when given, is resolved as soon as the node's shell has accepted the start and holds
+    the guardian's source (what comes after is the guardian's own start, a Python start on the
+    node): a bootstrap may run from then on, since the guardian comes up even if this client
+    is gone by then, and it finds the bootstrap through its pid file.
     """
     line = guardian.start_command(folder, ttl=ttl, initial=initial, end_command=end_command, pythons=pythons)
-    result = await asyncio.wait_for(
-        conn.run(line, input=guardian.source().decode(), check=False), START_TIMEOUT
-    )
-    answer = str(result.stdout or "").strip()
+
+    async def start() -> tuple[int | None, str, str]:
+        process = await conn.create_process(line)
+        process.stdin.write(guardian.source().decode())
+        process.stdin.write_eof()
+        if sent is not None and not sent.done():
+            sent.set_result(None)
+        out, err = await process.communicate()
+        return process.exit_status, str(out or ""), str(err or "")
+
+    _, stdout, stderr = await asyncio.wait_for(start(), START_TIMEOUT)
+    answer = stdout.strip()
     log = structlog.get_logger()
     if answer == guardian.NO_PYTHON or not answer.startswith(("started", "running")):
-        log.info("skyward.guardian_not_started", folder=folder, answer=answer, error=str(result.stderr or ""))
+        log.info("skyward.guardian_not_started", folder=folder, answer=answer, error=stderr)
         return None
     log.info("skyward.guardian", folder=folder, state=answer, ttl=ttl, ends_machine=bool(end_command))
     command = guardian.renew_command(folder, pythons)
