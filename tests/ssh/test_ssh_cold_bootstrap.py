@@ -3,6 +3,8 @@ bootstrap's figures are in benchmarks/case_bootstrap.py; no timing is asserted h
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 from ssh_hosts import SSHHosts, ssh_pool
@@ -39,3 +41,21 @@ def test_the_nodes_get_the_wheels_the_pool_assembled_at_its_start(
 @sky.function
 def answer() -> int:
     return 42
+
+
+def test_a_cold_node_starts_its_worker_from_the_bytecode_the_client_compiled(tmp_path: Path) -> None:
+    from ssh_hosts import hosts_running
+
+    from skyward.bootstrap.bytecode import ENTRY_TIME, client_bundle
+
+    assert client_bundle(wait=True) is not None  # made by an earlier pool of this client, or now
+    with hosts_running(tmp_path, 1) as hosts:
+        with ssh_pool(hosts) as pool:
+            assert (answer() @ pool) == [42]
+        site = next(hosts.servers[0].home.glob(".skyward/envs/*/venv/lib/python3.*/site-packages"))
+    worker = next((site / "skyward" / "worker" / "__pycache__").glob("main.*.pyc"))
+    header = worker.read_bytes()[:16]
+    assert int.from_bytes(header[4:8], "little") == 0b11  # a checked-hash pyc (PEP 552)
+    source_hash = importlib.util.source_hash((site / "skyward" / "worker" / "main.py").read_bytes())
+    assert header[8:16] == source_hash  # of the very source installed there
+    assert worker.stat().st_mtime == ENTRY_TIME  # unpacked from the bundle, not compiled again

@@ -8,6 +8,7 @@ content (cached in `~/.skyward/wheels`, see `wheels.py`), however many nodes and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import os
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skyward.bootstrap import environments
+from skyward.bootstrap.bytecode import BUNDLE, client_bundle
 from skyward.bootstrap.ops import as_ops
 from skyward.bootstrap.render import Script, render_script
 from skyward.bootstrap.runner import CommandRunner, RunnerConnectionLost, new_progress, run_bootstrap
@@ -100,9 +102,10 @@ async def prepare_node(
                     environment=environment,
                     uploads_marker=f"{workdir}/{UPLOADS_MARKER}" if uploads else None,
                 )
-            transfer = asyncio.ensure_future(
-                _upload(runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker)
-            )
+            bytecode = await asyncio.to_thread(client_bundle) if wheels and not warm else None
+            transfer = asyncio.ensure_future(_upload(
+                runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker, bytecode=bytecode
+            ))
             if resume or script.uploads_marker is None:  # a resumed run finds its files in place
                 await transfer
             if before_script is not None:
@@ -173,18 +176,19 @@ def _remote_paths(image: Any, workdir: str, wheels: tuple[Path, ...]) -> tuple[t
 
 async def _upload(
     runner: CommandRunner, image: Any, workdir: str, wheels: tuple[Path, ...], *, send: bool = True,
-    marker: str | None = None,
+    marker: str | None = None, bytecode: Path | None = None,
 ) -> None:
     """Skyward's `wheels` (source "local") and the image's includes onto the node (`_remote_paths`).
     With `send` False (a warm environment holds the wheels installed) the wheels stay here. The
-    wheels go as one folder (one SFTP session, not one per wheel), at the same time as the
-    includes; then, when the script waits for them, its `marker` file."""
+    wheels go as one folder (one SFTP session, not one per wheel) with the worker's `bytecode`
+    (`bytecode.BUNDLE`), at the same time as the includes; then, when the script waits for them,
+    its `marker` file."""
     remote_wheels, includes_dir = _remote_paths(image, workdir, wheels)
     staged: list[Path] = []
     try:
         copies = []
         if wheels and send:
-            staged.append(await asyncio.to_thread(_stage_wheels, wheels))
+            staged.append(await asyncio.to_thread(_stage_wheels, wheels, bytecode))
             copies.append(runner.put(staged[-1], f"{workdir}/wheels"))
         if includes_dir is not None:
             staged.append(await asyncio.to_thread(stage_includes, image.includes, image.excludes))
@@ -224,15 +228,23 @@ async def _all(awaitables: list[Awaitable[None]]) -> None:
             raise result
 
 
-def _stage_wheels(wheels: Iterable[Path]) -> Path:
-    """A fresh local folder holding `wheels` (hard links where the file system allows: no copy)."""
+def _stage_wheels(wheels: Iterable[Path], bytecode: Path | None = None) -> Path:
+    """A fresh local folder holding `wheels` (hard links where the file system allows: no copy),
+    and the `bytecode` bundle as `BUNDLE` when there is one (left out when it cannot be read)."""
     staging = Path(tempfile.mkdtemp(prefix="skyward-wheels-"))
     for wheel in wheels:
-        try:
-            os.link(wheel, staging / wheel.name)
-        except OSError:
-            shutil.copy2(wheel, staging / wheel.name)
+        _place(wheel, staging / wheel.name)
+    if bytecode is not None:
+        with contextlib.suppress(OSError):  # an accelerator: the worker compiles without it
+            _place(bytecode, staging / BUNDLE)
     return staging
+
+
+def _place(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:

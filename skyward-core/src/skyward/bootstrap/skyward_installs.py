@@ -75,14 +75,17 @@ def skyward_installs(image: Any, wheels: tuple[str, ...]) -> SkywardInstalls:
 
 
 def skyward_phase(image: Any, wheels: tuple[str, ...], *, core_in_pip: bool = False) -> str:
-    """Installs skyward into the venv (with `core_in_pip`, the `pip` phase did). No import check
-    here: the worker's start is that check (`skyward._environment_mark`), one interpreter start
-    less on a cold pool's critical path."""
+    """Installs skyward into the venv (with `core_in_pip`, the `pip` phase did), then unpacks the
+    worker's bytecode when the client sent it (`bytecode`). No import check here: the worker's
+    start is that check (`skyward._environment_mark`), one interpreter start less on a cold
+    pool's critical path."""
     installs = skyward_installs(image, wheels)
+    bytecode = _unpack_bytecode(wheels)
     if core_in_pip or not installs.with_deps:
-        return _phase("skyward", "echo 'skyward bootstrap: skyward was installed with Image.pip'\n")
+        installed = "echo 'skyward bootstrap: skyward was installed with Image.pip'\n"
+        return _phase("skyward", installed + bytecode)
     if installs.joins_pip:  # no Image.pip: skyward's own distributions, in one uv run all the same
-        return _phase("skyward", _uv_install((), (), installs))
+        return _phase("skyward", _uv_install((), (), installs) + bytecode)
     install = '"$W/bin/uv" pip install --python "$V/bin/python"'
     shown = "uv pip install --python $W/venv/bin/python"
     no_git = ('skyward bootstrap: Image(skyward_source="github") needs git on the node; '
@@ -93,8 +96,31 @@ def skyward_phase(image: Any, wheels: tuple[str, ...], *, core_in_pip: bool = Fa
             flags = installs.flags(group) + extra
             quoted = " ".join(shlex.quote(r) for r in group)
             lines += _run(f"{install}{flags} {quoted}", f"{shown}{flags} {quoted}")
-    return _phase("skyward", lines)
+    return _phase("skyward", lines + bytecode)
 
+
+def _unpack_bytecode(wheels: tuple[str, ...]) -> str:
+    """Unpacks `bytecode.BUNDLE`, uploaded beside `wheels`, into the venv's site-packages of the
+    client's Python version (a node of another version has no such folder and compiles as
+    before): only the pycs whose source the venv holds, so that no folder appears where the
+    venv has no package (it would import as an empty namespace package)."""
+    if not wheels:
+        return ""
+    from skyward.bootstrap.bytecode import BUNDLE, site_packages
+
+    bundle = shlex.quote(f"{wheels[0].rsplit('/', 1)[0]}/{BUNDLE}")
+    site = f'"$V"/{shlex.quote(site_packages())}'
+    failed = "skyward bootstrap: the worker's bytecode did not unpack; it compiles its modules itself"
+    return (  # in an `if` condition, so that a failure only says so (`set -e` stops nothing)
+        f"if [ -f {bundle} ] && [ -d {site} ]; then\n"
+        f"  if ! {{ tar -tzf {bundle} 2>/dev/null | while IFS= read -r m; do\n"
+        "    f=${m##*/}\n"
+        f'    if [ -f {site}/"${{m%/__pycache__/*}}/${{f%%.*}}.py" ]; then printf \'%s\\n\' "$m"; fi\n'
+        f"  done > {bundle}.list && {{ [ ! -s {bundle}.list ] ||\n"
+        f"    tar -xzf {bundle} -C {site} -T {bundle}.list 2>/dev/null; }}; }}\n"
+        f"  then echo {shlex.quote(failed)}; fi\n"
+        "fi\n"
+    )
 
 
 # --- helpers --------------------------------------------------------------------------------------

@@ -432,4 +432,10 @@ def prepare_wheels(specs: Iterable[Any]) -> tuple[Path, ...]:
             continue
         if resolve_source(spec.image) == "local":
             needed = True
-    return local_wheels(wheel_cache_dir()) if needed else ()
+    if not needed:
+        return ()
+    wheels = local_wheels(wheel_cache_dir())
+    from skyward.bootstrap.bytecode import client_bundle
+
+    client_bundle()  # made now, while the machines come, when this client has none yet
+    return wheels
