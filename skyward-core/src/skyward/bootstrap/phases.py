@@ -108,7 +108,9 @@ def uv_phase(python_spec: str) -> str:
         + '  __sky_uv="$W/.uv/bin/uv"\n'
         "fi\n"
         'ln -sf "$__sky_uv" "$W/bin/uv"\n'
-        + _run('"$W/bin/uv" --version', "uv --version")
+        # Its path, not `uv --version`: one process less on a cold node (a broken uv fails the
+        # venv phase next, with uv's own words).
+        'echo "skyward bootstrap: uv is $__sky_uv"\n'
     )
     return _phase("uv", lines)
 

@@ -88,6 +88,8 @@ async def prepare_node(
     wheels: tuple[Path, ...] = ()
     if resolve_source(image) == "local":  # the pool's, assembled at its start, or assembled here
         wheels = tuple(getattr(setup, "wheels", None) or ()) or await _client_wheels()
+    # The worker's bytecode (looked up meanwhile: a few dozen file times) goes with the wheels.
+    bundle = asyncio.ensure_future(asyncio.to_thread(client_bundle)) if wheels else None
     if environments_root is not None:
         environment = await _environment(image, python, system_site_packages, environments_root, wheels)
     while True:
@@ -102,7 +104,7 @@ async def prepare_node(
                     environment=environment,
                     uploads_marker=f"{workdir}/{UPLOADS_MARKER}" if uploads else None,
                 )
-            bytecode = await asyncio.to_thread(client_bundle) if wheels and not warm else None
+            bytecode = await bundle if bundle is not None and not warm else None
             transfer = asyncio.ensure_future(_upload(
                 runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker, bytecode=bytecode
             ))
