@@ -108,11 +108,15 @@ async def prepare_node(
             transfer = asyncio.ensure_future(_upload(
                 runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker, bytecode=bytecode
             ))
-            if resume or script.uploads_marker is None:  # a resumed run finds its files in place
-                await transfer
-            if before_script is not None:
-                await before_script
-                before_script = None
+            try:
+                if resume or script.uploads_marker is None:  # a resumed run finds its files in place
+                    await transfer
+                if before_script is not None:
+                    await before_script
+                    before_script = None
+            except BaseException:
+                transfer.cancel()
+                raise
             if deadline is None:
                 deadline = loop.time() + budget
             await _together(transfer, run_bootstrap(
@@ -185,7 +189,7 @@ async def _upload(
     wheels go as one folder (one SFTP session, not one per wheel) with the worker's `bytecode`
     (`bytecode.BUNDLE`), at the same time as the includes; then, when the script waits for them,
     its `marker` file."""
-    remote_wheels, includes_dir = _remote_paths(image, workdir, wheels)
+    _, includes_dir = _remote_paths(image, workdir, wheels)
     staged: list[Path] = []
     try:
         copies = []
