@@ -17,6 +17,7 @@ from ssh_hosts import SSHHosts, SSHServer, cmdline, parent_pid, pid_alive, proce
 from skyward.messages import Hello, TaskMessage, function_key, pickle_function
 from skyward.task.instance import InstanceInfo
 from skyward.transport.ssh import SSHChannel, SSHRunner, connect, worker_command
+from skyward.transport.ssh_connect import ciphers, without_ignore_padding
 from skyward.transport.ssh_outbox import CHUNK
 from skyward.wire import Frame, FrameDecoder, Kind
 
@@ -88,6 +89,64 @@ def test_a_task_round_trips_and_close_stops_the_worker(ssh_hosts: SSHHosts) -> N
 
     worker = asyncio.run(scenario())
     assert wait_until(lambda: not pid_alive(worker), timeout=5)
+
+
+def _packet_types_of_an_echo(hosts: SSHHosts, unpadded: bool) -> tuple[list[int], bytes]:
+    """The SSH packet types a raw asyncssh connection sends for one write on a `cat` channel, and
+    what `cat` echoed; with `without_ignore_padding` applied to the connection if `unpadded`."""
+    import asyncssh
+
+    async def scenario() -> tuple[list[int], bytes]:
+        server = hosts.servers[0]
+        conn = await asyncssh.connect(
+            server.address, port=server.port, username=server.user, client_keys=[str(hosts.key_file)],
+            known_hosts=str(hosts.known_hosts), encryption_algs=ciphers(), compression_algs=None,
+        )
+        try:
+            process = await conn.create_process("cat", encoding=None)
+            sent: list[int] = []
+            real = conn.send_packet
+
+            def recorder(pkttype: int, *args: bytes, handler: Any = None) -> None:
+                sent.append(pkttype)
+                real(pkttype, *args, handler=handler)
+
+            conn.send_packet = recorder  # under the wrapper, which asyncssh's own calls reach first
+            if unpadded:
+                assert without_ignore_padding(conn)
+            process.stdin.write(b"ping")
+            echoed = await asyncio.wait_for(process.stdout.readexactly(4), 30)
+            return sorted(sent), echoed  # (asyncssh's IGNORE is recorded inside the packet it precedes)
+        finally:
+            conn.close()
+
+    return asyncio.run(scenario())
+
+
+def test_a_write_is_one_ssh_packet_without_the_ignore_asyncssh_puts_before_it(ssh_hosts: SSHHosts) -> None:
+    """Under AES-GCM asyncssh's empty SSH_MSG_IGNORE before each packet (a CBC countermeasure)
+    only costs a second encryption, socket write and sshd wake-up: Skyward's connections drop it,
+    and the channel still carries its bytes."""
+    from asyncssh.constants import MSG_CHANNEL_DATA, MSG_IGNORE
+
+    padded, echoed = _packet_types_of_an_echo(ssh_hosts, unpadded=False)
+    assert echoed == b"ping" and padded == sorted([MSG_IGNORE, MSG_CHANNEL_DATA])  # what asyncssh does alone
+    unpadded, echoed = _packet_types_of_an_echo(ssh_hosts, unpadded=True)
+    assert echoed == b"ping" and unpadded == [MSG_CHANNEL_DATA]
+
+
+def test_skywards_connections_send_no_ignore_padding(ssh_hosts: SSHHosts) -> None:
+    async def scenario() -> tuple[str, bool]:
+        server = ssh_hosts.servers[0]
+        conn = await connect(server.address, server.port, server.user, key_file=ssh_hosts.key_file,
+                             known_hosts=ssh_hosts.known_hosts)
+        try:
+            return conn.get_extra_info("send_cipher"), "send_packet" in vars(conn)
+        finally:
+            conn.close()
+
+    cipher, unpadded = asyncio.run(scenario())
+    assert cipher.startswith("aes128-gcm") and unpadded
 
 
 def test_frames_sent_in_one_loop_iteration_leave_in_one_write_after_the_first(ssh_hosts: SSHHosts) -> None:
