@@ -44,7 +44,7 @@ class NodeHandle:
         capacity: int,
         emit: Callable[[Any], None],
         on_lost: Callable[[NodeHandle, BaseException | None], None],
-        on_free: Callable[[], None],
+        on_free: Callable[[TaskState | None], None],
         key: int | None = None,
         listens: Callable[[type[Any]], bool] = lambda _: True,
         pool: str = "",
@@ -366,9 +366,8 @@ class NodeHandle:
                 self.on_health(frame.id, frame.payload)
         elif kind is Kind.METRICS:
             telemetry.emit_batch(self, frame.payload)
-        elif kind is Kind.COLLECTION:
-            if self.on_collection is not None:
-                self.on_collection(self, frame)
+        elif kind is Kind.COLLECTION and self.on_collection is not None:
+            self.on_collection(self, frame)
 
     def _undecodable(self, frame: Frame) -> None:
         """A frame whose payload would not unpickle here (see `Undecodable`): the task it answers
@@ -415,7 +414,7 @@ class NodeHandle:
     def _finish(self, task_id: int) -> TaskState | None:
         if task_id in self.stuck:
             self.stuck.discard(task_id)
-            self._on_free()
+            self._on_free(None)
             return None
         task = self.inflight.pop(task_id, None)
         if task is None:
@@ -427,7 +426,7 @@ class NodeHandle:
             interval = now - max(self._last_done, task.started_at)
             self._pace = interval if self._pace is None else 0.75 * self._pace + 0.25 * interval
             self._last_done = now
-            self._on_free()
+            self._on_free(task)
         return task
 
     def _completed(self, task: TaskState, success: bool, error: str = "") -> None:

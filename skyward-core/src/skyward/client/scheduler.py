@@ -125,13 +125,18 @@ class Scheduler:
         if not task.prefetch:
             self._exclusive.add(task)
 
-    def pump_soon(self) -> None:
-        """Pump once at the end of this loop iteration (a slot was freed).
+    def pump_soon(self, finished: TaskState | None = None) -> None:
+        """Pump once at the end of this loop iteration (a slot was freed, by `finished` if given).
 
         One read from a worker can carry many results; their slots are refilled by one pump,
-        whose frames then leave together, instead of a pump and a write per result.
+        whose frames then leave together, instead of a pump and a write per result. With nothing
+        queued there is nothing to place, and no pump is scheduled: `finished` leaves the tasks
+        that hold maps back here and now. A pump scheduled for nothing cost a lone `>>` over SSH
+        one more loop iteration after its answer (~14 us of its ~500 us round trip).
         """
-        if not self._pump_scheduled:
+        if finished is not None:
+            self._exclusive.discard(finished)  # its outcome is delivered next, in the same step
+        if not self._pump_scheduled and self._queue:
             self._pump_scheduled = True
             asyncio.get_running_loop().call_soon(self._scheduled_pump)
 
