@@ -251,3 +251,44 @@ async def _add_reader(loop: asyncio.AbstractEventLoop, fd: int, callback) -> Non
 
 async def _remove_reader(loop: asyncio.AbstractEventLoop, fd: int) -> None:
     loop.remove_reader(fd)
+
+
+def test_send_and_drive_sends_then_reads_the_answer_on_the_callers_thread(loop_thread: LoopThread) -> None:
+    """A lone `>>` over SSH: the task is sent and its answer read on the caller's thread, in one
+    turn of the loop's work."""
+    answers = Answers(loop_thread)
+    sent: list[tuple[int, bool]] = []
+
+    def send() -> None:
+        sent.append((threading.get_ident(), loop_thread.is_current()))
+        answers.theirs.send(b"x")  # the worker answers at once
+
+    turns = loop_thread._turns_taken
+    assert loop_thread.send_and_drive(send, (), answers.got.is_set) is True
+    assert sent == [(threading.get_ident(), True)]
+    assert answers.readers == [threading.get_ident()]
+    assert loop_thread._turns_taken == turns + 1
+    answers.close()
+
+
+def test_send_and_drive_runs_nothing_while_another_caller_drives(loop_thread: LoopThread) -> None:
+    answers = Answers(loop_thread)
+    driving = threading.Thread(target=loop_thread.drive, args=(answers.got.is_set,))
+    driving.start()
+    while loop_thread._driver is None:
+        time.sleep(0.001)
+    sent: list[int] = []
+    assert loop_thread.send_and_drive(sent.append, (1,), lambda: True) is None
+    assert sent == []  # the caller queues its task for the loop instead
+    answers.theirs.send(b"x")
+    driving.join(5)
+    answers.close()
+
+
+def test_an_error_of_send_reaches_the_caller_and_nothing_is_driven(loop_thread: LoopThread) -> None:
+    def send() -> None:
+        raise ValueError("cannot place")
+
+    with pytest.raises(ValueError, match="cannot place"):
+        loop_thread.send_and_drive(send, (), lambda: False)  # would drive for ever
+    assert loop_thread.run(asyncio.sleep(0, "alive"), 5) == "alive"

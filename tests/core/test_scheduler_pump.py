@@ -56,3 +56,41 @@ def test_a_finished_task_with_tasks_queued_schedules_one_pump() -> None:
         return ready, len(pumps)
 
     assert asyncio.run(scenario()) == (1, 1)
+
+
+class FakeNode:
+    """What the scheduler reads of a worker handle: its key, readiness, free slots and channel."""
+
+    class Channel:
+        can_send_now = False  # SSH: written on the loop
+
+    def __init__(self, key: int, free_slots: int = 1) -> None:
+        self.key = self.index = key
+        self.ready = True
+        self.free_slots = free_slots
+        self.channel = FakeNode.Channel()
+        self.sent: list[TaskState] = []
+
+    def dispatch(self, task: TaskState) -> None:
+        self.sent.append(task)
+        self.free_slots -= 1
+
+
+def test_a_lone_task_is_placed_round_robin_on_a_node_with_a_free_slot() -> None:
+    scheduler = Scheduler()
+    busy, idle, other = FakeNode(0, free_slots=0), FakeNode(1), FakeNode(2)
+    for node in (busy, idle, other):
+        scheduler.add(node)  # type: ignore[arg-type]
+    first, second, third = a_task(1), a_task(2), a_task(3)
+    assert scheduler.place_alone(first) and scheduler.place_alone(second)
+    assert (idle.sent, other.sent) == ([first], [second])
+    assert not scheduler.place_alone(third)  # no free slot anywhere: queued by the caller
+
+
+def test_a_lone_task_never_overtakes_queued_ones() -> None:
+    scheduler = Scheduler()
+    node = FakeNode(0)
+    scheduler.add(node)  # type: ignore[arg-type]
+    scheduler.enqueue(a_task(1))
+    assert not scheduler.place_alone(a_task(2))
+    assert node.sent == []

@@ -62,9 +62,14 @@ class Dispatcher:
 
     # -- the caller's thread -------------------------------------------------------------------------
 
-    def submit(self, tasks: list[TaskState], call: bool = False, blocking: bool = True) -> None:
+    def submit(
+        self, tasks: list[TaskState], call: bool = False, blocking: bool = True,
+        drive_until: Callable[[], bool] | None = None,
+    ) -> None:
         """Send `tasks`; `call`: this thread waits for the lone task's answer next. `blocking`:
-        the caller waits for the outcomes, which the pool's own loop thread must never do."""
+        the caller waits for the outcomes, which the pool's own loop thread must never do.
+        `drive_until`: a lone task sent on the loop's behalf (`LoopThread.send_and_drive`) is
+        then awaited here, driving the loop, until it says done."""
         if blocking and self.loop_thread is not None and self.loop_thread.is_current():
             names = ", ".join(dict.fromkeys(f"{t.name}()" for t in tasks))
             raise RuntimeError(
@@ -78,8 +83,12 @@ class Dispatcher:
             if self._dispatch_now(tasks[0], call):
                 return
             loop_thread = self.loop_thread
-            if loop_thread is not None and loop_thread.run_here(self._submit_on_loop, tasks):
-                return  # placed and sent from this thread while the loop waited its turn
+            if loop_thread is not None:
+                if drive_until is not None:
+                    if loop_thread.send_and_drive(self._submit_on_loop, (tasks,), drive_until) is not None:
+                        return  # placed, sent and (mostly) answered on this thread, in one turn
+                elif loop_thread.run_here(self._submit_on_loop, tasks):
+                    return  # placed and sent from this thread while the loop waited its turn
         self.call(self._submit_on_loop, tasks)
 
     def _enter_contexts_everywhere(self, tasks: list[TaskState]) -> None:
@@ -200,6 +209,8 @@ class Dispatcher:
         self._deadlines.arm(task)
 
     def _submit_on_loop(self, tasks: list[TaskState]) -> None:
+        if len(tasks) == 1 and not self._fleet.closing and self._scheduler.place_alone(tasks[0]):
+            return  # a lone task, and a node with a free slot: sent without a pump
         for task in tasks:
             if self._fleet.closing:
                 task.fail(PoolClosedError(f"{task.name}() was not run: {self.name} is shutting down"))

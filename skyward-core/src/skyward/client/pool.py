@@ -219,9 +219,10 @@ class Pool:
             stream = RemoteGenerator(
                 task, lambda n: call(deadlines.grant, task, n), lambda: call(deadlines.cancel, task)
             )
-        self._dispatch.submit([task], call=stream is None)
         if stream is not None:
+            self._dispatch.submit([task])
             return stream
+        self._dispatch.submit([task], call=True, drive_until=lambda: task.done)
         loop_thread = self._loop_thread
         if loop_thread is None:
             return task.result()
