@@ -7,8 +7,9 @@ cases, but through asyncssh and sshd instead of pipes, and the time a two-host p
 ready on fresh hosts (cold: the venv built, skyward installed) and again on the same hosts (warm:
 the environment reused, `skyward.bootstrap.environments`). The floor beside them: a byte echoed
 through a raw asyncssh exec channel (`cat`) on the same host, the round trip no SSH transport can
-beat, measured in ten turns with the no-op round trips (a hundred of each in turn), so both see
-the same phase of this machine, whose speed drifts by up to 2x over a minute. Only Skyward runs it: the
+beat, measured in ten turns with the no-op round trips (a hundred of each in turn, after twenty
+unmeasured ones: `TURN_WARMUP`), so both see the same phase of this machine, whose speed drifts
+by up to 2x over a minute. Only Skyward runs it: the
 peers have no SSH transport. Needs `sshd` (Debian's openssh-server); without it the case reports "missing".
 
 Every raw channel is opened as Skyward opens its own: the same key, pinned host key and ciphers
@@ -98,10 +99,13 @@ def measure(config: Config) -> dict[str, list[float]]:
                 for _ in range(config.repeat):
                     samples, floor_samples = [], []
                     for _ in range(TURNS):  # in turns, so both see the same phase of this machine
+                        for _ in range(TURN_WARMUP):
+                            noop() >> pool
                         for _ in range(config.pick(1_000, 200) // TURNS):
                             began = time.perf_counter()
                             noop() >> pool
                             samples.append(time.perf_counter() - began)
+                        echo.round_trips(TURN_WARMUP)
                         floor_samples += echo.round_trips(config.pick(1_000, 200) // TURNS)
                     runs["ssh.p50"].append(statistics.median(samples) * 1e6)
                     floor = statistics.median(floor_samples) * 1e6
@@ -133,6 +137,13 @@ def measure_throughput(pool: Any, hosts: Any, runs: dict[str, list[float]], coun
 
 #: The no-op round trips and the floor's echoes are measured in this many alternating turns.
 TURNS = 10
+#: Unmeasured calls that open each turn, on both sides. After the other side's turn (or any
+#: pause of tens of ms) this VM's first round trips are slow, and not alike: the first of a pool's
+#: no-ops took 1.2 ms, its fifth 0.65 ms, its twentieth and later 0.49 ms; the echo's first 0.49 ms
+#: and its third 0.3 ms (medians over 40 turns of 100). Idle vCPUs are slow to wake at first, and
+#: a round trip to a Python worker wakes more of them than one to `cat`. Measured from the
+#: twentieth call, both figures are their steady state.
+TURN_WARMUP = 20
 
 
 class ChannelEcho:

@@ -112,7 +112,9 @@ def pickled_by_reference(fn: Any) -> bool:
     if not module_name or not qualname or module_name == "__main__" or "<locals>" in qualname:
         return False
     by_value = cloudpickle.list_registry_pickle_by_value()
-    if any(module_name == name or module_name.startswith(name + ".") for name in by_value):
+    if module_name in by_value or (
+        by_value and any(module_name.startswith(name + ".") for name in by_value)
+    ):
         return False
     module = sys.modules.get(module_name)
     if module is None:
