@@ -17,6 +17,8 @@ Every raw channel is opened as Skyward opens its own: the same key, pinned host 
 Beside the throughput, the same map on a Local pool of 2 (its ratio: the 2x target); beside a
 100 MB argument broadcast to both nodes (MB/s to the slower one), the same 100 MB written to
 `cat >/dev/null` on a raw channel to each host at once (the 70% target), and one of each alone.
+A second floor echoes on a connection without asyncssh's IGNORE padding, as Skyward's own
+connections send: the target is against the raw channel, this one says what is left.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ def figures() -> list[Figure]:
         Figure("ssh.warm_start_s", "ssh loopback: 2-host pool ready, warm hosts (s)", "s", "lower"),
         Figure("ssh.floor_p50", "ssh loopback: raw asyncssh channel echo p50 (us)", "us", "lower"),
         Figure("ssh.vs_floor", "ssh loopback: no-op p50 / channel echo p50 (x)", "x", "lower"),
+        Figure("ssh.floor_unpadded_p50", "ssh loopback: channel echo without IGNORE padding p50 (us)",
+               "us", "lower"),
+        Figure("ssh.vs_floor_unpadded", "ssh loopback: no-op p50 / unpadded echo p50 (x)", "x", "lower"),
         Figure("ssh.local_tasks_per_s", "ssh loopback: same map on Local (2 nodes), tasks/s", "tasks/s",
                "higher"),
         Figure("ssh.local_vs_ssh", "ssh loopback: Local tasks/s / ssh tasks/s (x)", "x", "lower"),
@@ -95,9 +100,10 @@ def measure(config: Config) -> dict[str, list[float]]:
                 noop() >> pool
             count = config.pick(5_000, 500)
             echo = ChannelEcho(hosts)
+            unpadded = ChannelEcho(hosts, unpadded=True)
             try:
                 for _ in range(config.repeat):
-                    samples, floor_samples = [], []
+                    samples, floor_samples, unpadded_samples = [], [], []
                     for _ in range(TURNS):  # in turns, so both see the same phase of this machine
                         for _ in range(TURN_WARMUP):
                             noop() >> pool
@@ -107,13 +113,19 @@ def measure(config: Config) -> dict[str, list[float]]:
                             samples.append(time.perf_counter() - began)
                         echo.round_trips(TURN_WARMUP)
                         floor_samples += echo.round_trips(config.pick(1_000, 200) // TURNS)
+                        unpadded.round_trips(TURN_WARMUP)
+                        unpadded_samples += unpadded.round_trips(config.pick(1_000, 200) // TURNS)
                     runs["ssh.p50"].append(statistics.median(samples) * 1e6)
                     floor = statistics.median(floor_samples) * 1e6
                     runs["ssh.floor_p50"].append(floor)
                     runs["ssh.vs_floor"].append(runs["ssh.p50"][-1] / floor)
+                    floor = statistics.median(unpadded_samples) * 1e6
+                    runs["ssh.floor_unpadded_p50"].append(floor)
+                    runs["ssh.vs_floor_unpadded"].append(runs["ssh.p50"][-1] / floor)
                     measure_throughput(pool, hosts, runs, count)
             finally:
                 echo.close()
+                unpadded.close()
             return runs
     finally:
         hosts.stop()
@@ -150,15 +162,20 @@ class ChannelEcho:
     """The floor: a byte echoed by `cat` over one asyncssh exec channel to the first host, with the
     hosts' own key and pinned host key, as Skyward's channels are opened. The channel stays open
     on an event loop of its own thread, and each turn of round trips runs inside one coroutine
-    there (a raw asyncssh client's loop, no thread hop), in turns with the pool's round trips."""
+    there (a raw asyncssh client's loop, no thread hop), in turns with the pool's round trips.
 
-    def __init__(self, hosts: Any) -> None:
+    `unpadded`: without the empty SSH_MSG_IGNORE stock asyncssh sends before each packet, which
+    Skyward's own connections drop (`ssh_connect.without_ignore_padding`): the same channel as
+    Skyward's, for a floor that owes nothing to that difference."""
+
+    def __init__(self, hosts: Any, unpadded: bool = False) -> None:
         import asyncio
         import threading
 
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="bench-echo", daemon=True)
         self._thread.start()
+        self._unpadded = unpadded
         self._conn, self._process = self._run(self._open(hosts))
 
     def _run(self, coro: Any) -> Any:
@@ -168,6 +185,10 @@ class ChannelEcho:
 
     async def _open(self, hosts: Any) -> tuple[Any, Any]:
         conn = await connect_raw(hosts.servers[0], hosts)
+        if self._unpadded:
+            from skyward.transport.ssh_connect import without_ignore_padding
+
+            without_ignore_padding(conn)
         return conn, await conn.create_process("cat", encoding=None)
 
     def round_trips(self, rounds: int) -> list[float]:

@@ -355,6 +355,8 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
     vs_floor = m("ssh.vs_floor")
     met = None if vs_floor is None else vs_floor <= 2
     rows.append(row("ssh: no-op p50 vs channel echo", "<= 2x the floor", vs_floor, met, "x"))
+    r = m("ssh.vs_floor_unpadded")
+    rows.append(row("ssh: no-op p50 vs echo without IGNORE padding", CONTEXT, r, None, "x"))
     r = m("ssh.local_vs_ssh")
     rows.append(row("ssh: Local tasks/s vs ssh tasks/s", "<= 2x", r, None if r is None else r <= 2))
     r = m("ssh.payload_vs_floor")
