@@ -26,7 +26,8 @@ ROWS = {
     "joblib": ["joblib.wall"],
     "ssh": [
         "ssh.p50", "ssh.tasks_per_s", "ssh.cold_start_s", "ssh.warm_start_s", "ssh.floor_p50", "ssh.vs_floor",
-        "ssh.local_tasks_per_s", "ssh.local_vs_ssh", "ssh.payload_MBps", "ssh.payload_floor_MBps",
+        "ssh.floor_unpadded_p50", "ssh.vs_floor_unpadded", "ssh.local_tasks_per_s", "ssh.local_vs_ssh",
+        "ssh.payload_MBps", "ssh.payload_floor_MBps",
         "ssh.payload_vs_floor", "ssh.payload_one_MBps", "ssh.channel_MBps",
     ],
     "bootstrap": ["bootstrap.cold_s", "bootstrap.floor_s", "bootstrap.vs_floor", "bootstrap.overlap"],
@@ -99,6 +100,9 @@ def test_quick_run_writes_the_table_and_json(tmp_path: Path) -> None:
     assert {t["status"] for t in report["targets"]} <= {"met", "MISSED", "n/a", "-"}
     context = [t for t in report["targets"] if t["target"] == "latency p50 vs pickled call ping-pong"]
     assert context and context[0]["status"] == "-" and context[0]["measured"].endswith("x")
+    unpadded_row = "ssh: no-op p50 vs echo without IGNORE padding"
+    unpadded = [t for t in report["targets"] if t["target"] == unpadded_row]
+    assert unpadded and unpadded[0]["status"] == "-" and unpadded[0]["measured"].endswith("x")
     latency = {t["target"]: t for t in report["targets"] if t["target"].startswith("latency p50 vs")}
     for floor in ("pipe ping-pong", "multiprocessing.Pipe ping-pong"):
         assert latency[f"latency p50 vs {floor}"]["status"] in ("met", "MISSED"), latency
