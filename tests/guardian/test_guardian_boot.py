@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from skyward import guardian
-from skyward.guardian.agent import alive
+from skyward.guardian.agent import CLAIM_HOLD, alive
 from skyward.guardian.boot import SOURCE_VARIABLE, BootGuardian, packed
 from skyward.providers.cloud import MachineAccess
 
@@ -124,7 +124,8 @@ def test_the_adopting_logins_end_command_replaces_the_one_the_guardian_booted_wi
     answer = subprocess.run(["sh", "-c", login], input=guardian.source(), capture_output=True, timeout=30)
     assert answer.stdout.decode().split() == ["running", str(booted)]
 
-    # nobody renews: the lease lapses and the guardian ends the machine with the login's command
-    assert wait_for(by_login.exists, timeout=15), (folder(home) / "guardian.log").read_text()
+    # nobody renews: the lease lapses (once the login's claim has passed) and the guardian ends
+    # the machine with the login's command
+    assert wait_for(by_login.exists, timeout=CLAIM_HOLD + 15), (folder(home) / "guardian.log").read_text()
     assert not by_boot.exists()
     assert wait_for(lambda: not alive(booted))

@@ -20,11 +20,10 @@ from server_support import Server, alive, wait_gone
 from ssh_hosts import SSHHosts, processes_of, wait_until, workers_of
 
 WHERE = "import os\nprint(os.getpid(), os.getcwd())\n"
-#: The pools' lease. Long enough for a killed server to be started again and adopt its pool
-#: before the node's guardian ends it: at 2 s the restart sometimes took longer on a 2-core VM,
-#: and the guardian, ending the old lease, took the adoption's bootstrap down with it (seen at the
-#: session's starting code too; an adoption racing its own lease's end is left for later).
-TTL = 5
+#: The pools' lease: short, so that a restart sometimes outlasts it on a 2-core VM and the adoption
+#: comes as the node's guardian ends the old lease (the guardian's start then waits for that end,
+#: and the adopted pool starts after it: `skyward.guardian.agent._outlast_ending`).
+TTL = 2
 
 
 def ssh_config(hosts: SSHHosts, root: Path) -> None:

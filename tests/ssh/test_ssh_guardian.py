@@ -8,6 +8,7 @@ user's own machine: it is never powered off, and its reusable venv stays.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -209,3 +210,97 @@ def test_the_guardians_start_is_sent_before_it_answers_and_it_comes_up_all_the_s
     sent_after, answered_after, lock = asyncio.run(run())
     assert sent_after < 1.0 <= answered_after  # sent before the slow start, answered after it
     assert lock.strip().isdigit()  # the guardian holds its lock: it is up
+
+
+def test_where_a_guardian_holds_the_folder_nothing_starts_before_the_start_answers(
+    ssh_hosts: SSHHosts, tmp_path: Path
+) -> None:
+    """A guardian found in the folder may be ending its lease, and would end a bootstrap started
+    meanwhile: the bootstrap then waits for the answer, which comes once that end is over."""
+    import asyncio
+
+    from skyward.guardian import release_command, source, start_command
+    from skyward.transport.ssh import connect
+    from skyward.transport.ssh_lease import guard
+
+    server = ssh_hosts.servers[0]
+    slow_python = tmp_path / "slow-python"
+    slow_python.write_text(f"#!/bin/sh\nsleep 1\nexec {sys.executable} \"$@\"\n")
+    slow_python.chmod(0o755)
+    folder = f"{server.home}/held-{tmp_path.name}"
+    first = start_command(folder, ttl=60, initial=60, pythons=(sys.executable,))
+    subprocess.run(["/bin/sh", "-c", first], input=source(), check=True, capture_output=True, timeout=30)
+
+    async def run() -> tuple[float, float]:
+        conn = await connect(server.address, server.port, server.user,
+                             key_file=ssh_hosts.key_file, known_hosts=ssh_hosts.known_hosts)
+        try:
+            loop = asyncio.get_running_loop()
+            sent: asyncio.Future[None] = loop.create_future()
+            began = loop.time()
+            guarding = asyncio.ensure_future(guard(
+                conn, folder, ttl=60, initial=60, end_command=None, pythons=(str(slow_python),), sent=sent
+            ))
+            await sent
+            sent_after = loop.time() - began
+            renewal = await guarding
+            assert renewal is not None
+            renewal.close()
+            await conn.run(release_command(folder), check=False)
+            return sent_after, loop.time() - began
+        finally:
+            conn.close()
+
+    sent_after, answered_after = asyncio.run(run())
+    assert sent_after >= 1.0  # not before the (slow) start's answer
+    assert answered_after >= sent_after
+
+
+IGNORES_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+
+
+def test_a_pool_back_on_its_node_as_the_lease_ends_starts_after_the_end_and_stays_guarded(
+    ssh_hosts: SSHHosts,
+) -> None:
+    """A restarted server adopting its pool, or a lingering machine's next pool, as the node's
+    guardian ends the lease: the old work ends, and the new pool starts after it, untouched, with
+    a guardian of its own (the old one answered "running" and then exited, leaving none)."""
+    import uuid
+
+    from ssh_hosts import ssh_pool
+
+    import skyward as sky
+    from skyward.guardian import agent, source, start_command
+
+    server = ssh_hosts.servers[0]
+    name = f"comeback-{uuid.uuid4().hex[:6]}"
+    folder = server.home / ".skyward" / "pools" / name / "node-0"
+    folder.mkdir(parents=True)
+    old_worker = subprocess.Popen([sys.executable, "-c", IGNORES_SIGTERM], start_new_session=True)
+    (folder / "worker-0.pid").write_text(f"{old_worker.pid}\n")
+    line = start_command(str(folder), ttl=0.3, initial=0.3, grace=2, pythons=(sys.executable,))
+    answer = subprocess.run(["/bin/sh", "-c", line], input=source(), capture_output=True, timeout=30)
+    old_guardian = int(answer.stdout.decode().split()[1])
+
+    @sky.function
+    def worker_pid() -> int:
+        import os
+
+        return os.getpid()
+
+    try:
+        lapsed = lambda: "the lease lapsed" in (folder / agent.LOG).read_text()  # noqa: E731
+        assert wait_until(lapsed, 10)  # ending: in its grace for the worker that ignores SIGTERM
+        with ssh_pool(ssh_hosts, servers=[0], label=name, ttl=5) as pool:  # the server names pools so
+            first = worker_pid() >> pool
+            assert not agent.alive(old_guardian)  # the start waited for the end to be over
+            assert old_worker.poll() is not None
+            guardian = int((folder / agent.LOCK).read_text())
+            assert guardian != old_guardian and agent.alive(guardian)
+            time.sleep(1.0)
+            assert worker_pid() >> pool == first  # the old end did not touch the new worker
+    finally:
+        for pid in (old_worker.pid, old_guardian):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        old_worker.wait(10)

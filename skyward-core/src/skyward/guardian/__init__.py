@@ -11,7 +11,9 @@ pool's lease on that node:
   the machine (the first SSH login of the pool, before the bootstrap), detached: a double fork
   into a session of its own, stdio on `guardian.log`. It is started again after the bootstrap
   (then with the venv's Python if the machine had no `python3`); a second start finds the first
-  holding `guardian.lock` (an flock) and does nothing, so there is one guardian per node folder.
+  holding `guardian.lock` (an flock) and only claims its lease, so there is one guardian per node
+  folder. A start that finds one ending its lease waits for that end and then guards the folder
+  itself (`agent.Guardian.confirm_end`), and its client starts nothing there before the answer.
 - **The lease.** The client renews it over the SSH connection it already has, no new port: one
   more session channel on the same connection runs `guardian.py renew`, and the client writes a
   byte on it every `renew_interval(ttl)` seconds (at most 2 s) from the pool's event loop. That
@@ -46,6 +48,9 @@ from importlib import resources
 FILE = "guardian.py"
 #: What the start command prints when the machine has no Python to run the guardian yet.
 NO_PYTHON = "no-python"
+#: The first line of a start that says whether a guardian held the folder (`say_if_held`).
+HELD = "held"
+FREE = "free"
 #: The longest pause between two renewals.
 MAX_RENEW_INTERVAL = 2.0
 
@@ -88,10 +93,15 @@ def start_command(
     grace: float = 30.0,
     end_command: str | None = None,
     pythons: tuple[str, ...] = ("python3",),
+    say_if_held: bool = False,
 ) -> str:
     """The shell line that writes the guardian (its source on stdin) into `folder` and starts it.
 
     Prints "started <pid>", "running <pid>" (one already guards the folder) or `NO_PYTHON`.
+    `say_if_held`: first a line `HELD` or `FREE`, as soon as the source is in place: whether a
+    guardian's lock is in the folder. A guardian found there may be ending its lease, and then
+    the start waits for it to finish (`agent._outlast_ending`): its client must start nothing in
+    the folder before the answer (`ssh_lease.guard`).
     """
     q = shlex.quote
     args = (
@@ -100,7 +110,10 @@ def start_command(
     )
     target = q(f"{folder}/{FILE}")
     write = f"mkdir -p {q(folder)} && chmod 700 {q(folder)} && cat > {target}.tmp && mv {target}.tmp {target}"
-    return f"{write} && {{ {_with_python(folder, pythons, args)}; }}"
+    say = ""
+    if say_if_held:
+        say = f"if [ -e {q(folder + '/guardian.lock')} ]; then echo {HELD}; else echo {FREE}; fi; "
+    return f"{write} && {{ {say}{_with_python(folder, pythons, args)}; }}"
 
 
 def renew_command(folder: str, pythons: tuple[str, ...] = ("python3",)) -> str:

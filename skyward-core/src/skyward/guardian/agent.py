@@ -15,8 +15,9 @@ The design is in the package docstring (`skyward.guardian`); the subcommands:
 
 Every file it keeps is in D: `guardian.lock` (its pid, held under an exclusive flock while it
 runs: the lock, not the pid, says whether one runs), `guardian.lease` (touched by renewers),
-`renew-<pid>.live` (one per open renewer), `guardian.release`, `guardian.end-command` and
-`guardian.log`.
+`renew-<pid>.live` (one per open renewer), `guardian.release`, `guardian.end-command`,
+`guardian.claim` (touched by a start that found a guardian: its client is back),
+`guardian.ending` (the lease lapsed and the guardian is ending it) and `guardian.log`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ RELEASE = "guardian.release"
 RENEWER = "renew-{pid}.live"
 #: The end command a later start handed the running guardian (it replaces the one it started with).
 END_COMMAND = "guardian.end-command"
+#: Written when the guardian finds the lease lapsed, before it ends anything (`Guardian.confirm_end`).
+ENDING = "guardian.ending"
+#: Touched by a start that finds this guardian running: the pool's client is back (`Lease.claim`).
+CLAIM = "guardian.claim"
 #: The pool's files that hold secrets (image env, index credentials, volume keys and the bootstrap
 #: op that writes them), relative to the node folder.
 SECRETS = ("env.sh", "requirements/*.toml", "requirements/*.txt", "volumes/rclone.conf", "bootstrap/*.sh")
@@ -48,6 +53,9 @@ PID_FILES = ("*.pid",)
 ZERO_TTL_SILENCE = 15.0
 #: Seconds between the guardian's looks at the lease.
 TICK = 0.25
+#: How long a start's claim holds the lease, whatever the ttl: time for its client to open its
+#: renewer, which it does right after the start's answer (a channel and a Python start).
+CLAIM_HOLD = 10.0
 #: How long the machine's end command may run.
 END_COMMAND_TIMEOUT = 120.0
 #: The pool's exit scripts, relative to the node folder (`skyward.bootstrap.volumes.EXIT_DIR`).
@@ -61,6 +69,10 @@ class Lease:
     client's bootstrap time plus ttl). After it, the lease lapses `ttl` seconds after the last
     renewal; with `ttl == 0`, as soon as no renewer is open (or after `ZERO_TTL_SILENCE` of an
     open but silent one).
+
+    A start that finds the guardian running (a client that came back) claims the lease: it then
+    holds for at least `CLAIM_HOLD` seconds, so that client can open its renewer. A claim is not a
+    renewal: it leaves the initial lease, and the ttl=0 rule, as they were once it has passed.
     """
 
     def __init__(self, ttl: float, initial: float, started: float) -> None:
@@ -68,11 +80,17 @@ class Lease:
         self.initial = max(float(initial), 0.0)
         self.started = started
         self.renewed: float | None = None
+        self.claimed: float | None = None
 
     def renew(self, now: float) -> None:
         self.renewed = now
 
+    def claim(self, now: float) -> None:
+        self.claimed = now
+
     def lapsed(self, now: float, open_renewers: int) -> bool:
+        if self.claimed is not None and now - self.claimed <= CLAIM_HOLD:
+            return False
         if self.renewed is None:
             return now - self.started > self.initial
         if self.ttl == 0:
@@ -154,6 +172,7 @@ class Guardian:
         self.grace = grace
         self.end_command = end_command
         self._lease_mtime: float | None = None
+        self._claim_mtime: float | None = None
 
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)
@@ -187,6 +206,16 @@ class Guardian:
             self._lease_mtime = mtime
             self.lease.renew(now)
 
+    def observe_claim(self, now: float) -> None:
+        """A start's claim (`CLAIM`) is a change of that file's mtime, as a renewal is of the lease's."""
+        try:
+            mtime = os.stat(self.path(CLAIM)).st_mtime_ns
+        except OSError:
+            return
+        if mtime != self._claim_mtime:
+            self._claim_mtime = mtime
+            self.lease.claim(now)
+
     def watch(self) -> str:
         """Wait for the lease to lapse ("lapsed"), the pool to release it, or its folder to go."""
         while True:
@@ -196,9 +225,34 @@ class Guardian:
                 return "released"
             now = time.monotonic()
             self.observe(now)
-            if self.lease.lapsed(now, self.open_renewers()):
+            self.observe_claim(now)
+            if self.lease.lapsed(now, self.open_renewers()) and self.confirm_end():
                 return "lapsed"
             time.sleep(TICK)
+
+    def confirm_end(self) -> bool:
+        """Whether the lapsed lease stays lapsed once `ENDING` is on disk.
+
+        A client that comes back (a restarted pool server adopting its pool, a lingering machine's
+        next pool) starts the guardian again, and that start claims the lease (`CLAIM`) and then
+        looks for `ENDING` (`_outlast_ending`). Here the mark is written first, and the claim and
+        the lease are looked at once more. Each side writes before it reads, so at least one of
+        them sees the other: either this guardian sees the claim and keeps guarding (the mark
+        goes), or the start sees the mark and waits for this guardian's end before it guards the
+        folder itself. Without the mark, a start that came as the lease lapsed answered "running"
+        for a guardian about to end that client's new bootstrap, remove its secrets and exit,
+        leaving the pool without a guardian.
+        """
+        _touch(self.path(ENDING))
+        now = time.monotonic()
+        self.observe(now)
+        self.observe_claim(now)
+        if not self.lease.lapsed(now, self.open_renewers()):
+            with contextlib.suppress(OSError):
+                os.unlink(self.path(ENDING))
+            self.log("a client came back as the lease lapsed: it holds")
+            return False
+        return True
 
     def groups(self) -> list[int]:
         """The process groups the pid files name. A pid whose process started after its file was
@@ -293,7 +347,8 @@ class Guardian:
         self.log(f"the lease {why}")
         if why == "lapsed":
             self.end()
-        for name in (LEASE, RELEASE, END_COMMAND, LOCK):
+        # The lock before the mark: a start waiting on the mark finds the lock free once it is gone.
+        for name in (LEASE, RELEASE, END_COMMAND, CLAIM, LOCK, ENDING):
             with contextlib.suppress(OSError):
                 os.unlink(self.path(name))
         return 0
@@ -336,6 +391,8 @@ def _guard(args: argparse.Namespace, ready: int | None = None) -> int:
     os.makedirs(args.dir, mode=0o700, exist_ok=True)
     lock = _lock(args.dir)
     if lock is None:
+        lock = _outlast_ending(args.dir)
+    if lock is None:
         if args.end_command:
             _hand_over(args.dir, args.end_command)
         message = f"running {_holder(args.dir)}\n"
@@ -354,6 +411,21 @@ def _guard(args: argparse.Namespace, ready: int | None = None) -> int:
         sys.stdout.write(f"started {os.getpid()}\n")
         sys.stdout.flush()
     return guardian.run()
+
+
+def _outlast_ending(folder: str) -> int | None:
+    """The start of a client that finds a guardian in `folder`: claim its lease (the client is
+    back), then, if that guardian is ending the lease already (`ENDING`, see
+    `Guardian.confirm_end`), wait until it has ended everything and gone, and take the lock. None
+    when the guardian keeps guarding (it saw the claim, or was never ending)."""
+    _touch(os.path.join(folder, CLAIM))
+    ending = os.path.join(folder, ENDING)
+    while os.path.exists(ending):
+        time.sleep(TICK / 5)
+        lock = _lock(folder)  # free once the ending guardian removed it, before the mark
+        if lock is not None:
+            return lock
+    return _lock(folder)  # the mark went with its guardian, or the guardian kept guarding
 
 
 def start(args: argparse.Namespace) -> int:

@@ -22,6 +22,9 @@ from skyward.transport.ssh_connect import Connection
 
 #: How long starting the guardian may take (it forks and answers at once).
 START_TIMEOUT = 30.0
+#: How much longer a start may take that found a guardian in the folder: one ending its lease
+#: answers once it has ended (its grace, the pool's exit scripts and the machine's end command).
+ENDING_TIMEOUT = 300.0
 
 
 class LeaseRenewal:
@@ -71,23 +74,35 @@ async def guard(
     """Start the guardian of `folder` (unless one runs) and open a renewal of its lease on `conn`.
 
     None when the machine has no Python to run it yet (the bootstrap installs one: call again).
-    `sent`, when given, is resolved as soon as the node's shell has accepted the start and holds
-    the guardian's source (what comes after is the guardian's own start, a Python start on the
-    node): a bootstrap may run from then on, since the guardian comes up even if this client
-    is gone by then, and it finds the bootstrap through its pid file.
+    `sent`, when given, is resolved as soon as the node's shell holds the guardian's source and
+    has found no guardian in the folder (what comes after is the guardian's own start, a Python
+    start on the node): a bootstrap may run from then on, since the guardian comes up even if this
+    client is gone by then, and it finds the bootstrap through its pid file. Where a guardian was
+    found (a client back on its pool's node: a restarted server, a lingering machine), `sent` waits
+    for the answer: that guardian may be ending its lease, which would end a bootstrap started
+    meanwhile, and the start answers once it has ended (`skyward.guardian.agent._outlast_ending`).
     """
-    line = guardian.start_command(folder, ttl=ttl, initial=initial, end_command=end_command, pythons=pythons)
+    line = guardian.start_command(
+        folder, ttl=ttl, initial=initial, end_command=end_command, pythons=pythons, say_if_held=True
+    )
 
     async def start() -> tuple[int | None, str, str]:
-        process = await conn.create_process(line)
-        process.stdin.write(guardian.source().decode())
-        process.stdin.write_eof()
+        async with asyncio.timeout(START_TIMEOUT) as window:
+            process = await conn.create_process(line)
+            process.stdin.write(guardian.source().decode())
+            process.stdin.write_eof()
+            if (await process.stdout.readline()).strip() == guardian.HELD:
+                # That guardian may be ending its lease: then nothing may start in the folder
+                # before the answer, which comes once it has ended.
+                window.reschedule(asyncio.get_running_loop().time() + START_TIMEOUT + ENDING_TIMEOUT)
+            elif sent is not None and not sent.done():
+                sent.set_result(None)
+            out, err = await process.communicate()
         if sent is not None and not sent.done():
             sent.set_result(None)
-        out, err = await process.communicate()
         return process.exit_status, str(out or ""), str(err or "")
 
-    _, stdout, stderr = await asyncio.wait_for(start(), START_TIMEOUT)
+    _, stdout, stderr = await start()
     answer = stdout.strip()
     log = structlog.get_logger()
     if answer == guardian.NO_PYTHON or not answer.startswith(("started", "running")):
