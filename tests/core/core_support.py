@@ -7,7 +7,9 @@ The helpers run on workers too, so this module is shipped by value.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -17,6 +19,8 @@ from typing import Any
 import cloudpickle
 
 import skyward as sky
+from skyward.messages import Hello, TaskMessage, function_key, pickle_function
+from skyward.wire import Frame, FrameDecoder, Kind, encode_bytes
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -100,3 +104,47 @@ def busy_loop(seconds: float) -> int:
     while time.monotonic() < deadline:
         spins += 1
     return spins
+
+
+class DirectWorker:
+    """A worker started directly (`python -m skyward.worker`) and spoken to frame by frame."""
+
+    def __init__(self, hello: Hello) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "skyward.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        self.frames: list[Frame] = []
+        self.decoder = FrameDecoder(self.frames.append)
+        self.send(Kind.HELLO, 0, hello)
+        assert self.next_frame().kind is Kind.READY
+
+    def send(self, kind: Kind, id: int = 0, payload: Any = None) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(encode_bytes(kind, id, payload))
+        self.proc.stdin.flush()
+
+    def next_frame(self) -> Frame:
+        assert self.proc.stdout is not None
+        while not self.frames:
+            data = os.read(self.proc.stdout.fileno(), 65536)
+            assert data, "the worker closed its stdout"
+            self.decoder.feed(data)
+        return self.frames.pop(0)
+
+    def run(self, fn: Any) -> Frame:
+        data = pickle_function(fn, fn.__name__)
+        key = function_key(data)
+        self.send(Kind.FUNCTION, 0, (key, data))
+        self.send(Kind.TASK, 1, TaskMessage(key, (), {}, fn.__name__).to_wire())
+        while True:
+            frame = self.next_frame()
+            if frame.kind in (Kind.RESULT, Kind.ERROR):
+                return frame
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(Exception):
+                pipe.close()  # type: ignore[union-attr]

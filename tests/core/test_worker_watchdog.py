@@ -6,11 +6,8 @@ client's silence is real: nothing but what the test writes reaches it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,54 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core_support import local_pool
+from core_support import DirectWorker, local_pool
 
 import skyward as sky
-from skyward.messages import Hello, TaskMessage, function_key, pickle_function
+from skyward.messages import Hello
 from skyward.task.instance import InstanceInfo
-from skyward.wire import Frame, FrameDecoder, Kind, encode_bytes
-
-
-class DirectWorker:
-    def __init__(self, hello: Hello) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "skyward.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        self.frames: list[Frame] = []
-        self.decoder = FrameDecoder(self.frames.append)
-        self.send(Kind.HELLO, 0, hello)
-        assert self.next_frame().kind is Kind.READY
-
-    def send(self, kind: Kind, id: int = 0, payload: Any = None) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(encode_bytes(kind, id, payload))
-        self.proc.stdin.flush()
-
-    def next_frame(self) -> Frame:
-        assert self.proc.stdout is not None
-        while not self.frames:
-            data = os.read(self.proc.stdout.fileno(), 65536)
-            assert data, "the worker closed its stdout"
-            self.decoder.feed(data)
-        return self.frames.pop(0)
-
-    def run(self, fn: Any) -> Frame:
-        data = pickle_function(fn, fn.__name__)
-        key = function_key(data)
-        self.send(Kind.FUNCTION, 0, (key, data))
-        self.send(Kind.TASK, 1, TaskMessage(key, (), {}, fn.__name__).to_wire())
-        while True:
-            frame = self.next_frame()
-            if frame.kind in (Kind.RESULT, Kind.ERROR):
-                return frame
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.proc.kill()
-        self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(Exception):
-                pipe.close()  # type: ignore[union-attr]
+from skyward.wire import Kind
 
 
 @pytest.fixture

@@ -78,6 +78,10 @@ class WorkerChannel:
             return False
         return True
 
+    def more_to_read(self) -> bool:
+        """Whether frames already read wait to be handled (a burst the client wrote at once)."""
+        return bool(self._ready)
+
     def frames(self):
         """Yield frames until the client closes the channel."""
         while True:

@@ -73,8 +73,9 @@ class Worker:
         self.hooks = WorkerHooks(self.plugins)
         self.app = AppLifecycle(self.hooks, hello.info)
         self.threads = TaskThreads(hello.concurrency, channel.frames(), self.handle, on_pause=self.flush_held)
-        # Outcomes of tasks the reader ran back to back, sent together when it has nothing left to
-        # read (or when a task runs long): one write and one client wake-up for a burst of tasks.
+        # Outcomes of tasks the reader ran back to back, sent together with the last one whose
+        # frames were read in the same read (or when a task runs long, or the reader is about to
+        # wait): one write and one client wake-up for a burst of tasks.
         self.held: list[Any] = []
         self.held_lock = threading.Lock()
         channel.on_idle = self.flush_held
@@ -295,8 +296,11 @@ class Worker:
         """Send a task's outcome after what it printed; the reader's outcomes may be held a little.
 
         Encoding happens here, on the task's thread, so a result that cannot be pickled fails
-        here. A held outcome leaves with the next flush: when the reader is about to wait for the
-        client, or once it runs a task longer than a tick.
+        here. The reader holds an outcome while frames it has read already wait behind it: the
+        held outcomes leave with the last task of the burst, or at the next flush (the reader
+        about to wait for the client, or running a task longer than a tick). A lone task's
+        outcome leaves at once, before the reader's own bookkeeping (~4% of a no-op's round trip
+        over SSH, A/B on loopback hosts).
         """
         self.collections.before_outcome(task_id)  # what the task wrote to collections goes first
         parts = self.channel.encode(kind, task_id, payload)
@@ -307,6 +311,13 @@ class Worker:
         if self.threads.on_reader():
             with self.held_lock:
                 self.held.extend(parts)
+                if self.channel.more_to_read():
+                    return  # a burst: this outcome leaves with the next ones, in one write
+                parts, self.held = self.held, []
+            # The last of a burst, or a lone task: sent now, before the reader's own bookkeeping
+            # (its slot, the next read), which then overlaps the answer's way to the client.
+            self.pump.drain()
+            self.channel.send_parts(parts)
             return
         self.flush_held()
         self.pump.drain()
