@@ -7,9 +7,9 @@ cases, but through asyncssh and sshd instead of pipes, and the time a two-host p
 ready on fresh hosts (cold: the venv built, skyward installed) and again on the same hosts (warm:
 the environment reused, `skyward.bootstrap.environments`). The floor beside them: a byte echoed
 through a raw asyncssh exec channel (`cat`) on the same host, the round trip no SSH transport can
-beat, measured in ten turns with the no-op round trips (a hundred of each in turn, after twenty
-unmeasured ones: `TURN_WARMUP`), so both see the same phase of this machine, whose speed drifts
-by up to 2x over a minute. Only Skyward runs it: the
+beat, measured in forty turns with the no-op round trips (twenty-five of each in turn, after
+twenty unmeasured ones: `TURN_WARMUP`), so both see the same phase of this machine, whose speed
+drifts by up to 2x over a minute. Only Skyward runs it: the
 peers have no SSH transport. Needs `sshd` (Debian's openssh-server); without it the case reports "missing".
 
 Every raw channel is opened as Skyward opens its own: the same key, pinned host key and ciphers
@@ -147,8 +147,13 @@ def measure_throughput(pool: Any, hosts: Any, runs: dict[str, list[float]], coun
         runs[key].append(value)
 
 
-#: The no-op round trips and the floor's echoes are measured in this many alternating turns.
-TURNS = 10
+#: The no-op round trips and the floor's echoes are measured in this many alternating turns. Ten
+#: turns of a hundred let a slow phase of this VM (seconds long, and harder on the pool's round
+#: trip, which needs more CPU than `cat`'s) fall on one side's turns more than on the other's:
+#: four alternating runs of 5 in one hour gave medians of 1.88x, 1.95x, 2.09x and 2.23x (runs
+#: 1.72x to 2.41x) with ten turns, 1.80x, 1.83x, 2.14x and 1.85x (runs 1.72x to 3.02x, that one
+#: in a slow phase) with forty.
+TURNS = 40
 #: Unmeasured calls that open each turn, on both sides. After the other side's turn (or any
 #: pause of tens of ms) this VM's first round trips are slow, and not alike: the first of a pool's
 #: no-ops took 1.2 ms, its fifth 0.65 ms, its twentieth and later 0.49 ms; the echo's first 0.49 ms
