@@ -107,3 +107,13 @@ def test_the_start_sees_the_mark_of_a_guardian_it_did_not_reach_in_time(tmp_path
     assert taken is not None and time.monotonic() - began >= 0.5
     assert (folder / agent.CLAIM).exists()
     os.close(taken)
+
+
+def test_a_mark_left_by_a_guardian_killed_while_ending_holds_no_later_start_up(node: Node) -> None:
+    (node.folder / agent.ENDING).touch()  # its guardian was killed outright as it ended
+    first = node.start_guardian(ttl=60)
+    began = time.monotonic()
+    second = node.start_guardian(ttl=60)
+
+    assert first.startswith("started ") and second == "running " + first.split()[1]
+    assert time.monotonic() - began < 5

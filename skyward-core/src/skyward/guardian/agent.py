@@ -401,6 +401,9 @@ def _guard(args: argparse.Namespace, ready: int | None = None) -> int:
         else:
             sys.stdout.write(message)
         return 0
+    # A mark left by a guardian killed while it was ending would hold every later start up.
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(args.dir, ENDING))
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     guardian = Guardian(args.dir, args.ttl, args.initial, args.grace, args.end_command or "")
