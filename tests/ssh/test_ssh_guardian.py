@@ -168,32 +168,34 @@ def test_a_clean_exit_leaves_no_secret_on_the_ssh_host(ssh_hosts: SSHHosts) -> N
     assert secret_holders(server.home, secret.encode()) == []
 
 
-def test_the_guardians_start_is_sent_before_it_answers_and_it_comes_up_all_the_same(
-    ssh_hosts: SSHHosts, tmp_path: Path
-) -> None:
-    """What a bootstrap waits for before its script runs: the node's shell holding the guardian's
-    start, not the guardian's own (slower) Python start, which then comes up by itself."""
+def slow_python(folder: Path) -> Path:
+    """An interpreter that takes a second to start."""
+    path = folder / "slow-python"
+    path.write_text(f"#!/bin/sh\nsleep 1\nexec {sys.executable} \"$@\"\n")
+    path.chmod(0o755)
+    return path
+
+
+def time_guard(hosts: SSHHosts, folder: str, python: Path) -> tuple[float, float, str]:
+    """`guard` the folder on the first host with `python`: after how long `sent` was resolved, after
+    how long the start answered, and the guardian's lock file then (its pid)."""
     import asyncio
 
     from skyward.guardian import release_command
     from skyward.transport.ssh import connect
     from skyward.transport.ssh_lease import guard
 
-    server = ssh_hosts.servers[0]
-    slow_python = tmp_path / "slow-python"  # an interpreter that takes a second to start
-    slow_python.write_text(f"#!/bin/sh\nsleep 1\nexec {sys.executable} \"$@\"\n")
-    slow_python.chmod(0o755)
-    folder = f"{server.home}/guarded-{tmp_path.name}"
+    server = hosts.servers[0]
 
     async def run() -> tuple[float, float, str]:
         conn = await connect(server.address, server.port, server.user,
-                             key_file=ssh_hosts.key_file, known_hosts=ssh_hosts.known_hosts)
+                             key_file=hosts.key_file, known_hosts=hosts.known_hosts)
         try:
             loop = asyncio.get_running_loop()
             sent: asyncio.Future[None] = loop.create_future()
             began = loop.time()
             guarding = asyncio.ensure_future(guard(
-                conn, folder, ttl=60, initial=60, end_command=None, pythons=(str(slow_python),), sent=sent
+                conn, folder, ttl=60, initial=60, end_command=None, pythons=(str(python),), sent=sent
             ))
             await sent
             sent_after = loop.time() - began
@@ -201,13 +203,22 @@ def test_the_guardians_start_is_sent_before_it_answers_and_it_comes_up_all_the_s
             answered_after = loop.time() - began
             assert renewal is not None
             renewal.close()
-            release = await conn.run(f"cat {folder}/guardian.lock", check=False)
+            lock = await conn.run(f"cat {folder}/guardian.lock", check=False)
             await conn.run(release_command(folder), check=False)
-            return sent_after, answered_after, str(release.stdout)
+            return sent_after, answered_after, str(lock.stdout)
         finally:
             conn.close()
 
-    sent_after, answered_after, lock = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_the_guardians_start_is_sent_before_it_answers_and_it_comes_up_all_the_same(
+    ssh_hosts: SSHHosts, tmp_path: Path
+) -> None:
+    """What a bootstrap waits for before its script runs: the node's shell holding the guardian's
+    start, not the guardian's own (slower) Python start, which then comes up by itself."""
+    folder = f"{ssh_hosts.servers[0].home}/guarded-{tmp_path.name}"
+    sent_after, answered_after, lock = time_guard(ssh_hosts, folder, slow_python(tmp_path))
     assert sent_after < 1.0 <= answered_after  # sent before the slow start, answered after it
     assert lock.strip().isdigit()  # the guardian holds its lock: it is up
 
@@ -217,41 +228,13 @@ def test_where_a_guardian_holds_the_folder_nothing_starts_before_the_start_answe
 ) -> None:
     """A guardian found in the folder may be ending its lease, and would end a bootstrap started
     meanwhile: the bootstrap then waits for the answer, which comes once that end is over."""
-    import asyncio
+    from skyward.guardian import source, start_command
 
-    from skyward.guardian import release_command, source, start_command
-    from skyward.transport.ssh import connect
-    from skyward.transport.ssh_lease import guard
-
-    server = ssh_hosts.servers[0]
-    slow_python = tmp_path / "slow-python"
-    slow_python.write_text(f"#!/bin/sh\nsleep 1\nexec {sys.executable} \"$@\"\n")
-    slow_python.chmod(0o755)
-    folder = f"{server.home}/held-{tmp_path.name}"
+    folder = f"{ssh_hosts.servers[0].home}/held-{tmp_path.name}"
     first = start_command(folder, ttl=60, initial=60, pythons=(sys.executable,))
     subprocess.run(["/bin/sh", "-c", first], input=source(), check=True, capture_output=True, timeout=30)
 
-    async def run() -> tuple[float, float]:
-        conn = await connect(server.address, server.port, server.user,
-                             key_file=ssh_hosts.key_file, known_hosts=ssh_hosts.known_hosts)
-        try:
-            loop = asyncio.get_running_loop()
-            sent: asyncio.Future[None] = loop.create_future()
-            began = loop.time()
-            guarding = asyncio.ensure_future(guard(
-                conn, folder, ttl=60, initial=60, end_command=None, pythons=(str(slow_python),), sent=sent
-            ))
-            await sent
-            sent_after = loop.time() - began
-            renewal = await guarding
-            assert renewal is not None
-            renewal.close()
-            await conn.run(release_command(folder), check=False)
-            return sent_after, loop.time() - began
-        finally:
-            conn.close()
-
-    sent_after, answered_after = asyncio.run(run())
+    sent_after, answered_after, _ = time_guard(ssh_hosts, folder, slow_python(tmp_path))
     assert sent_after >= 1.0  # not before the (slow) start's answer
     assert answered_after >= sent_after
 

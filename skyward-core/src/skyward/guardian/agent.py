@@ -171,8 +171,8 @@ class Guardian:
         self.lease = Lease(ttl, initial, time.monotonic())
         self.grace = grace
         self.end_command = end_command
-        self._lease_mtime: float | None = None
-        self._claim_mtime: float | None = None
+        #: The mtime (ns) of `LEASE` and `CLAIM` when last looked at.
+        self._mtimes: dict[str, int] = {}
 
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)
@@ -197,24 +197,22 @@ class Guardian:
         return count
 
     def observe(self, now: float) -> None:
-        """A renewal is a change of the lease file's mtime, timed by this process's own clock."""
-        try:
-            mtime = os.stat(self.path(LEASE)).st_mtime_ns
-        except OSError:
-            return
-        if mtime != self._lease_mtime:
-            self._lease_mtime = mtime
+        """A renewal is a change of the lease file's mtime, a claim one of the claim file's, timed
+        by this process's own clock."""
+        if self._touched(LEASE):
             self.lease.renew(now)
-
-    def observe_claim(self, now: float) -> None:
-        """A start's claim (`CLAIM`) is a change of that file's mtime, as a renewal is of the lease's."""
-        try:
-            mtime = os.stat(self.path(CLAIM)).st_mtime_ns
-        except OSError:
-            return
-        if mtime != self._claim_mtime:
-            self._claim_mtime = mtime
+        if self._touched(CLAIM):
             self.lease.claim(now)
+
+    def _touched(self, name: str) -> bool:
+        try:
+            mtime = os.stat(self.path(name)).st_mtime_ns
+        except OSError:
+            return False
+        if mtime == self._mtimes.get(name):
+            return False
+        self._mtimes[name] = mtime
+        return True
 
     def watch(self) -> str:
         """Wait for the lease to lapse ("lapsed"), the pool to release it, or its folder to go."""
@@ -225,7 +223,6 @@ class Guardian:
                 return "released"
             now = time.monotonic()
             self.observe(now)
-            self.observe_claim(now)
             if self.lease.lapsed(now, self.open_renewers()) and self.confirm_end():
                 return "lapsed"
             time.sleep(TICK)
@@ -246,7 +243,6 @@ class Guardian:
         _touch(self.path(ENDING))
         now = time.monotonic()
         self.observe(now)
-        self.observe_claim(now)
         if not self.lease.lapsed(now, self.open_renewers()):
             with contextlib.suppress(OSError):
                 os.unlink(self.path(ENDING))
