@@ -117,3 +117,22 @@ def test_a_mark_left_by_a_guardian_killed_while_ending_holds_no_later_start_up(n
 
     assert first.startswith("started ") and second == "running " + first.split()[1]
     assert time.monotonic() - began < 5
+
+
+def test_the_uploaded_guardian_is_one_file_that_runs_without_skyward(tmp_path: Path) -> None:
+    """`agent.py` and `processes.py` are two modules here and one file on the node."""
+    import subprocess
+    import sys
+
+    from skyward.guardian import source
+
+    program = tmp_path / "guardian.py"
+    program.write_bytes(source())
+    assert "skyward" not in "".join(
+        line for line in program.read_text().splitlines() if line.startswith(("import ", "from "))
+    )
+    done = subprocess.run(  # -I: no PYTHONPATH, no site-packages, no current folder on the path
+        [sys.executable, "-S", "-I", str(program), "--help"], capture_output=True, cwd=tmp_path, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"start" in done.stdout

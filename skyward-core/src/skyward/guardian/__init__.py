@@ -5,7 +5,8 @@ worker whose client vanished only sees EOF and exits, leaving a billed cloud mac
 node of an SSH or cloud pool runs a guardian beside the worker, a separate process that owns the
 pool's lease on that node:
 
-- **What runs.** `agent.py`, one file of standard library only (so it starts in milliseconds,
+- **What runs.** `agent.py` with `processes.py` spliced in (`source`), one file of standard
+  library only (so it starts in milliseconds,
   under the machine's own `python3`, before the bootstrap has installed anything). The client
   uploads it into the node folder as `guardian.py` and starts it the first time the pool reaches
   the machine (the first SSH login of the pool, before the bootstrap), detached: a double fork
@@ -41,6 +42,7 @@ and release its lease. They name no Skyward import on the node.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from importlib import resources
 
@@ -55,9 +57,25 @@ FREE = "free"
 MAX_RENEW_INTERVAL = 2.0
 
 
+#: The line of `agent.py` that `source` replaces with the body of `processes.py`.
+SPLICE = "from skyward.guardian.processes import alive, group_members, signal_group, started_at  # spliced\n"
+
+
+@functools.cache
 def source() -> bytes:
-    """The guardian's program, as uploaded to nodes (`agent.py`, standard library only)."""
-    return resources.files(__package__).joinpath("agent.py").read_bytes()
+    """The guardian's program, as uploaded to nodes: one file of standard library only.
+
+    `agent.py` with `processes.py` spliced in where it imports it: two modules, each with one
+    job, here, and one file on the node, where the start line, the renewers and five clouds' boot
+    scripts write and run `guardian.py` before anything is installed.
+    """
+    files = resources.files(__package__)
+    agent = files.joinpath("agent.py").read_text()
+    processes = files.joinpath("processes.py").read_text()
+    body = processes.split("from __future__ import annotations\n", 1)[1]
+    if SPLICE not in agent:
+        raise RuntimeError("agent.py no longer imports processes.py by the line source() replaces")
+    return agent.replace(SPLICE, body.lstrip("\n") + "\n", 1).encode()
 
 
 def renew_interval(ttl: float) -> float:

@@ -1,8 +1,9 @@
 """The guardian itself: the program that runs on a node beside the pool's worker.
 
-This one file is what the client uploads and starts (`python3 <dir>/guardian.py start ...`), so it
-imports the standard library only and nothing of Skyward: it runs before the bootstrap has
-installed anything, under any Python 3.8+, and nothing a task does in the worker can reach it.
+This file, with `processes.py` spliced in (`skyward.guardian.source`), is what the client uploads
+and starts (`python3 <dir>/guardian.py start ...`), so it uses the standard library only and
+nothing of Skyward: it runs before the bootstrap has installed anything, under any Python 3.8+,
+and nothing a task does in the worker can reach it.
 The design is in the package docstring (`skyward.guardian`); the subcommands:
 
     start   --dir D --ttl T --initial I [--grace G] [--end-command C]
@@ -31,6 +32,10 @@ import signal
 import subprocess
 import sys
 import time
+
+# The node's processes (processes.py): the uploaded file has that module's body here instead of
+# this line (`skyward.guardian.source`), so the node needs no Skyward installed.
+from skyward.guardian.processes import alive, group_members, signal_group, started_at  # spliced
 
 LOCK = "guardian.lock"
 LEASE = "guardian.lease"
@@ -96,70 +101,6 @@ class Lease:
         if self.ttl == 0:
             return open_renewers == 0 or now - self.renewed > ZERO_TTL_SILENCE
         return now - self.renewed > self.ttl
-
-
-# -- processes -------------------------------------------------------------------------------------
-
-
-def _state(pid: int) -> str | None:
-    """The process's state letter (None: no such process). Without /proc, "R" for any that exists."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    return "R"
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, which only waits to be reaped, does not)."""
-    state = _state(pid)
-    return state is not None and state not in ("Z", "X")
-
-
-def group_members(pgid: int) -> list[int]:
-    """The live processes of process group `pgid` (on systems without /proc: the leader alone)."""
-    if not os.path.isdir("/proc"):
-        return [pgid] if alive(pgid) else []
-    members = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            members.append(int(name))
-    return members
-
-
-def started_at(pid: int) -> float | None:
-    """When `pid` started (seconds since the epoch), from /proc; None when unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
-        with open("/proc/stat", "rb") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(pgid, sig)
-    with contextlib.suppress(OSError):
-        os.kill(pgid, sig)
 
 
 # -- the guardian ----------------------------------------------------------------------------------
@@ -272,14 +213,14 @@ class Guardian:
         SIGKILL whatever still runs `grace` seconds later."""
         groups = self.groups()
         for pgid in groups:
-            _signal_group(pgid, signal.SIGTERM)
+            signal_group(pgid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace
         left = groups
         while left and time.monotonic() < deadline:
             time.sleep(0.05)
             left = [pgid for pgid in left if group_members(pgid) or alive(pgid)]
         for pgid in left:
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
         killed = f"; killed {left} after {self.grace}s" if left else ""
         self.log(f"stopped process groups {groups}{killed}")
 
