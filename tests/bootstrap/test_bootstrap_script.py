@@ -331,29 +331,6 @@ def test_the_output_tail_is_the_last_thirty_lines(tmp_path: Path) -> None:
     assert caught.value.phase == "noisy"
 
 
-@pytest.mark.slow
-def test_without_uv_on_path_it_is_installed_from_the_registry(uv_cache: Any, tmp_path: Path) -> None:
-    """A host without uv: the uv phase pip-installs it into <workdir>/.uv and the bootstrap goes on."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for name in ("python3", minor):
-        (bindir / name).symlink_to(sys.executable)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYENV")}
-    env["PATH"] = f"{bindir}:/usr/bin:/bin"
-    env["HOME"] = str(tmp_path / "home")  # no ~/.local/bin/uv either
-    runner = LocalRunner(env=env)
-    check = subprocess.run(["bash", "-c", "command -v uv"], env=env, capture_output=True, check=False)
-    assert check.returncode != 0, "uv must not be reachable for this test"
-    events = Events()
-    workdir = tmp_path / "n0"
-    script = bootstrap(setup_for(sky.Image(pip=["six"]), emit=events), workdir, runner=runner)
-    assert any("pip install --target" in c for c in events.commands())
-    assert (workdir / ".uv" / "bin" / "uv").exists()
-    assert (workdir / "bin" / "uv").resolve() == (workdir / ".uv" / "bin" / "uv").resolve()
-    assert Path(script.python_bin).exists()
-
-
 def test_render_rejects_a_relative_workdir() -> None:
     with pytest.raises(ValueError, match="absolute"):
         render_script(sky.Image(), (), workdir="~/.skyward/node")

@@ -203,23 +203,44 @@ def _sshd() -> str:
     return sshd
 
 
-def _host_env() -> dict[str, str]:
+#: A new VM's login PATH: the system's folders, where this machine has no uv (`fresh_env` checks).
+FRESH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _host_env(*, fresh: bool = False) -> dict[str, str]:
     env = {name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)}
+    if fresh:  # its own caches, in its own home: nothing downloaded before
+        env["PATH"] = FRESH_PATH
+        env["PIP_NO_CACHE_DIR"] = "1"
+        return env
     env["UV_CACHE_DIR"] = uv_cache_dir()
     return env
 
 
-def _make_home(host_folder: Path) -> Path:
+def _make_home(host_folder: Path, *, fresh: bool = False) -> Path:
     home = host_folder / "home"
     home.mkdir(parents=True)
-    uv = find_uv()
+    uv = None if fresh else find_uv()
     if uv is not None:  # the host has uv installed, as `pip install --user uv` would leave it
         (home / ".local" / "bin").mkdir(parents=True)
         os.symlink(uv, home / ".local" / "bin" / "uv")
     return home
 
 
-def start_hosts(folder: Path, count: int) -> SSHHosts:
+def _check_fresh_path() -> None:
+    found = [d for d in FRESH_PATH.split(":") if os.access(os.path.join(d, "uv"), os.X_OK)]
+    if found:
+        raise RuntimeError(
+            f"fresh hosts need a PATH without uv, and this machine has uv in {found}: the fresh-host "
+            "tests would not test a host without uv; remove it from there (pip installs it beside python)"
+        )
+
+
+def start_hosts(folder: Path, count: int, *, fresh: bool = False, env: dict[str, str] | None = None) -> SSHHosts:
+    """`count` hosts under `folder`. `fresh`: as a new cloud VM, no uv on the login's PATH nor in
+    `~/.local/bin`, no pip or uv cache shared with this machine. `env` adds to the logins' environment."""
+    if fresh:
+        _check_fresh_path()
     sshd = _sshd()
     user = getpass.getuser()
     client_key = asyncssh.generate_private_key("ssh-ed25519")
@@ -227,12 +248,12 @@ def start_hosts(folder: Path, count: int) -> SSHHosts:
     write_key(key_file, client_key)
     authorized = folder / "authorized_keys"
     authorized.write_bytes(client_key.export_public_key())
-    env = _host_env()
+    env = {**_host_env(fresh=fresh), **(env or {})}
     servers = []
     for i in range(count):
         address = f"127.0.0.{i + 2}"
         host_folder = folder / f"host{i}"
-        home = _make_home(host_folder)
+        home = _make_home(host_folder, fresh=fresh)
         host_key = asyncssh.generate_private_key("ssh-ed25519")
         write_key(host_folder / "host_key", host_key)
         servers.append(SSHServer(address, free_port(address), user, home, host_folder, host_key))
@@ -248,10 +269,12 @@ def start_hosts(folder: Path, count: int) -> SSHHosts:
 
 
 @contextlib.contextmanager
-def hosts_running(folder: Path, count: int, *, leak_check: bool = False) -> Iterator[SSHHosts]:
+def hosts_running(
+    folder: Path, count: int, *, leak_check: bool = False, fresh: bool = False, env: dict[str, str] | None = None
+) -> Iterator[SSHHosts]:
     """`start_hosts`, for a fixture: the hosts are stopped when it ends, and with `leak_check` it
     fails first if a pool left workers running on them."""
-    hosts = start_hosts(folder, count)
+    hosts = start_hosts(folder, count, fresh=fresh, env=env)
     try:
         yield hosts
         if leak_check:

@@ -1,6 +1,6 @@
 """Warm environments on an SSH host: the next pool with the same image reuses the venv the last one built.
 
-Each test has a fresh host (a real sshd); a pool's bootstrap commands (`BootstrapCommand`) and
+Each test has a fresh host (a real sshd, without uv, as a new cloud VM: `start_hosts(fresh=True)`); a pool's bootstrap commands (`BootstrapCommand`) and
 lines (`BootstrapConsole`) say what it built, and a task on the node says whether the client
 uploaded its wheels there (`skyward.bootstrap.environments`).
 """
@@ -17,13 +17,14 @@ import pytest
 from ssh_hosts import SSHHosts, hosts_running, ssh_pool
 
 import skyward as sky
+from skyward.bootstrap.uv import UV_VERSION
 
 IMAGE = sky.Image(pip=["numpy"])
 
 
 @pytest.fixture
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
-    with hosts_running(tmp_path_factory.mktemp("warm"), 1) as hosts:
+    with hosts_running(tmp_path_factory.mktemp("warm"), 1, fresh=True) as hosts:
         yield hosts
 
 
@@ -68,6 +69,23 @@ def test_a_second_pool_with_the_same_image_reuses_the_environment_without_upload
     assert not second["wheels"], "the client uploaded its wheels to a warm node"
     (environment,) = environments(host)
     assert first["venv"] == second["venv"] == str(environment / "venv")
+
+
+def installed_uv(run: dict[str, Any]) -> bool:
+    return any(command.startswith("pip install --target ~/.skyward/uv/") for command in run["commands"])
+
+
+def test_only_the_first_pool_on_a_host_without_uv_installs_uv(host: SSHHosts) -> None:
+    first = run_pool(host)
+    second = run_pool(host)
+    other = run_pool(host, sky.Image(pip=["six"]))  # a cold environment: it builds, with the host's uv
+
+    assert installed_uv(first)
+    assert not installed_uv(second) and not installed_uv(other)
+    assert built(other)
+    uv = host.servers[0].home / ".skyward" / "uv"
+    assert [p.name for p in uv.iterdir() if p.is_dir()] == [UV_VERSION]
+    assert any(line.endswith(f"/.skyward/uv/{UV_VERSION}/bin/uv") for line in other["said"])
 
 
 def test_an_image_that_installs_something_else_builds_an_environment_of_its_own(host: SSHHosts) -> None:

@@ -38,8 +38,8 @@ from typing import Any
 
 from skyward import _environment_mark
 
-#: The phases that build the environment (skipped on a warm node); `uv` always runs (cheap, and
-#: it links the uv every later phase and the worker's PATH use).
+#: The phases that build the environment (skipped on a warm node). `uv` runs after the warm check
+#: and links the host's uv where there is one; on a warm node it installs none (`skyward.bootstrap.uv`).
 ENVIRONMENT_PHASES: tuple[str, ...] = ("venv", "apt", "pip", "skyward")
 #: The file in an environment's folder that says it is complete.
 READY = _environment_mark.READY

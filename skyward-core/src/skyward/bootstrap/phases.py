@@ -83,36 +83,10 @@ def _bootstrap_python(python_spec: str) -> str:
 
 
 def uv_phase(python_spec: str) -> str:
-    bootstrap_python = _bootstrap_python(python_spec)
-    py = shlex.quote(bootstrap_python)
-    install = (
-        f'PIP_BREAK_SYSTEM_PACKAGES=1 {py} -m pip install --disable-pip-version-check --target "$W/.uv" uv'
-    )
-    no_pip = (
-        f"skyward bootstrap: uv is not on PATH and {bootstrap_python} has no pip to install it with; "
-        "install uv (https://docs.astral.sh/uv/) or python3-pip on this host"
-    )
-    lines = (
-        "if command -v uv >/dev/null 2>&1; then\n"
-        '  __sky_uv=$(command -v uv)\n'
-        'elif [ -x "${HOME:-/nonexistent}/.local/bin/uv" ]; then\n'
-        '  __sky_uv="$HOME/.local/bin/uv"\n'
-        'elif [ -x "$W/.uv/bin/uv" ]; then\n'
-        '  __sky_uv="$W/.uv/bin/uv"\n'
-        "else\n"
-        f"  if ! {py} -m pip --version >/dev/null 2>&1; then\n"
-        f"    echo {shlex.quote(no_pip)} >&2\n"
-        "    exit 1\n"
-        "  fi\n"
-        + _indent(_run(install, f"{bootstrap_python} -m pip install --target $W/.uv uv"))
-        + '  __sky_uv="$W/.uv/bin/uv"\n'
-        "fi\n"
-        'ln -sf "$__sky_uv" "$W/bin/uv"\n'
-        # Its path, not `uv --version`: one process less on a cold node (a broken uv fails the
-        # venv phase next, with uv's own words).
-        'echo "skyward bootstrap: uv is $__sky_uv"\n'
-    )
-    return _phase("uv", lines)
+    """The `uv` phase (`skyward.bootstrap.uv`): the host's uv, else the one installed once per host."""
+    from skyward.bootstrap.uv import uv_phase as per_host_uv
+
+    return per_host_uv(_bootstrap_python(python_spec))
 
 
 def venv_phase(python_spec: str, system_site_packages: bool = False, *, shared: bool = False) -> str:

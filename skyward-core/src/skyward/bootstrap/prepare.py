@@ -22,6 +22,7 @@ from skyward.bootstrap.bytecode import BUNDLE, client_bundle
 from skyward.bootstrap.ops import as_ops
 from skyward.bootstrap.render import Script, render_script
 from skyward.bootstrap.runner import CommandRunner, RunnerConnectionLost, new_progress, run_bootstrap
+from skyward.bootstrap.uv import serve_request
 from skyward.bootstrap.wheels import local_wheels, resolve_source, wheel_cache_dir
 from skyward.errors import SkywardError
 from skyward.observe.events import BootstrapRequested
@@ -80,6 +81,8 @@ async def prepare_node(
     budget = float(setup.bootstrap_timeout)
     secrets = bootstrap_secrets(setup, ops)
     progress = new_progress(node, emit, secrets)
+    answers: list[asyncio.Future[None]] = []  # what the node asked the client for (`uv.serve_request`)
+    progress.on_need = lambda line: answers.append(asyncio.ensure_future(serve_request(runner, line)))
     loop = asyncio.get_running_loop()
     deadline: float | None = None  # the timeout counts from the first run, as it always has
     script: Script | None = None
@@ -92,70 +95,74 @@ async def prepare_node(
     bundle = asyncio.ensure_future(asyncio.to_thread(client_bundle)) if wheels else None
     if environments_root is not None:
         environment = await _environment(image, python, system_site_packages, environments_root, wheels)
-    while True:
-        try:
-            warm = environment is not None and await _ready(runner, environment)
-            if script is None:
-                remote_wheels, includes_dir = _remote_paths(image, workdir, wheels)
-                uploads = bool(wheels and not warm) or includes_dir is not None
-                script = render_script(
-                    image, ops, workdir=workdir, python=python, wheels=remote_wheels,
-                    includes_dir=includes_dir, system_site_packages=system_site_packages,
-                    environment=environment,
-                    uploads_marker=f"{workdir}/{UPLOADS_MARKER}" if uploads else None,
-                )
-            bytecode = await bundle if bundle is not None and not warm else None
-            transfer = asyncio.ensure_future(_upload(
-                runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker, bytecode=bytecode
-            ))
+    try:
+        while True:
             try:
-                if resume or script.uploads_marker is None:  # a resumed run finds its files in place
-                    await transfer
-                if before_script is not None:
-                    await before_script
-                    before_script = None
-            except BaseException:
-                transfer.cancel()
-                raise
-            if deadline is None:
-                deadline = loop.time() + budget
-            await _together(transfer, run_bootstrap(
-                runner, script, node=node, emit=emit, timeout=max(deadline - loop.time(), 0.001),
-                secrets=secrets, resume=resume, progress=progress, budget=budget,
-            ))
-            return script
-        except RunnerConnectionLost as lost:
-            # The phase that was running, or, before the first phase, the upload of the files.
-            phase = progress.phase or progress.last_phase or "upload"
-            if deadline is None:  # lost during the first upload: reconnects count from here
-                deadline = loop.time() + budget
-            left = deadline - loop.time()
-            if reconnect is None or left <= 0:
-                hint = (
-                    "reconnecting is not possible here" if reconnect is None
-                    else f"bootstrap_timeout={budget:g}s ran out"
-                )
-                progress.fail_running()
-                raise progress.failure(
-                    phase, f"{lost}; {hint}. Check the host and the network, then start the pool again."
-                ) from None
-            progress.note(f"skyward: {lost} in phase {phase!r}; reconnecting to resume the bootstrap")
-            try:
-                runner = await asyncio.wait_for(reconnect(), left)
-            except SkywardError:
-                raise  # a host key refused on reconnecting is a HostKeyError, not a failed bootstrap
-            except (TimeoutError, ConnectionError, OSError) as exc:
-                reason = "it timed out" if isinstance(exc, TimeoutError) else str(exc)
-                progress.fail_running()
-                raise progress.failure(
-                    phase,
-                    f"{lost}, and reconnecting failed: {reason}. Check that the host is up and reachable "
-                    "(raise Options(ssh_timeout=...) for a host that takes longer to come back), then "
-                    "start the pool again.",
-                ) from None
-            progress.interrupted()
-            resume = True
+                warm = environment is not None and await _ready(runner, environment)
+                if script is None:
+                    remote_wheels, includes_dir = _remote_paths(image, workdir, wheels)
+                    uploads = bool(wheels and not warm) or includes_dir is not None
+                    script = render_script(
+                        image, ops, workdir=workdir, python=python, wheels=remote_wheels,
+                        includes_dir=includes_dir, system_site_packages=system_site_packages,
+                        environment=environment,
+                        uploads_marker=f"{workdir}/{UPLOADS_MARKER}" if uploads else None,
+                    )
+                bytecode = await bundle if bundle is not None and not warm else None
+                transfer = asyncio.ensure_future(_upload(
+                    runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker, bytecode=bytecode
+                ))
+                try:
+                    if resume or script.uploads_marker is None:  # a resumed run finds its files in place
+                        await transfer
+                    if before_script is not None:
+                        await before_script
+                        before_script = None
+                except BaseException:
+                    transfer.cancel()
+                    raise
+                if deadline is None:
+                    deadline = loop.time() + budget
+                await _together(transfer, run_bootstrap(
+                    runner, script, node=node, emit=emit, timeout=max(deadline - loop.time(), 0.001),
+                    secrets=secrets, resume=resume, progress=progress, budget=budget,
+                ))
+                return script
+            except RunnerConnectionLost as lost:
+                # The phase that was running, or, before the first phase, the upload of the files.
+                phase = progress.phase or progress.last_phase or "upload"
+                if deadline is None:  # lost during the first upload: reconnects count from here
+                    deadline = loop.time() + budget
+                left = deadline - loop.time()
+                if reconnect is None or left <= 0:
+                    hint = (
+                        "reconnecting is not possible here" if reconnect is None
+                        else f"bootstrap_timeout={budget:g}s ran out"
+                    )
+                    progress.fail_running()
+                    raise progress.failure(
+                        phase, f"{lost}; {hint}. Check the host and the network, then start the pool again."
+                    ) from None
+                progress.note(f"skyward: {lost} in phase {phase!r}; reconnecting to resume the bootstrap")
+                try:
+                    runner = await asyncio.wait_for(reconnect(), left)
+                except SkywardError:
+                    raise  # a host key refused on reconnecting is a HostKeyError, not a failed bootstrap
+                except (TimeoutError, ConnectionError, OSError) as exc:
+                    reason = "it timed out" if isinstance(exc, TimeoutError) else str(exc)
+                    progress.fail_running()
+                    raise progress.failure(
+                        phase,
+                        f"{lost}, and reconnecting failed: {reason}. Check that the host is up and reachable "
+                        "(raise Options(ssh_timeout=...) for a host that takes longer to come back), then "
+                        "start the pool again.",
+                    ) from None
+                progress.interrupted()
+                resume = True
 
+    finally:  # a node's request still open when its bootstrap ended is moot
+        for answer in answers:
+            answer.cancel()
 
 async def _environment(
     image: Any, python: str | None, system_site_packages: bool, root: str, wheels: tuple[Path, ...]

@@ -10,8 +10,9 @@ markers on stdout, which the runner turns into events:
     ::skyward-command:<command>             a command the phase is about to run
     ::skyward-failed-command:<command>      inside a plugin op: the command that failed
 
-Phases, in order: `uv` (find uv, else `pip install --target <workdir>/.uv uv` from the package
-registry), `venv` (`uv venv` at `<workdir>/venv`, reused when it was made for the same Python),
+Phases, in order: `uv` (the host's uv, else the pinned one installed once per host under
+`~/.skyward/uv`, see `skyward.bootstrap.uv`; with a warm environment, decided before it, none is
+needed), `venv` (`uv venv` at `<workdir>/venv`, reused when it was made for the same Python),
 `apt` (only when `Image.apt`; its `apt-get update` starts in the background before the venv phase,
 see `phases.apt_update_early`), then, when the provider uploads files while these first phases
 run, a wait for them (`phases.await_uploads`), `pip` (only when `Image.pip`; skyward-core and its
@@ -144,9 +145,9 @@ def render_script(
     shared = environment is not None
     reusable = environments.skip_when_warm if shared else (lambda phase: phase)
     body: list[str] = [setup(workdir)]
-    body.append(uv_phase(python_spec))
-    if environment is not None:
+    if environment is not None:  # warm or cold decided first: a warm node needs no uv
         body.append(environments.select(environment))
+    body.append(uv_phase(python_spec))
     if image.apt:
         body.append(apt_update_early())
     body.append(reusable(venv_phase(python_spec, system_site_packages, shared=shared)))

@@ -226,6 +226,8 @@ class _Progress:
         self.failed_command = ""
         self.failed_phase = ""
         self.exit_code: int | None = None
+        #: Called with a `::skyward-need:` line: the node asks the client for a file (`bootstrap.uv`).
+        self.on_need: Callable[[str], None] | None = None
 
     def mask(self, text: str) -> str:
         return mask_secrets(text, self.secrets)
@@ -254,6 +256,10 @@ class _Progress:
         if line.startswith("::skyward-command:"):
             self.command = self.mask(line[len("::skyward-command:"):])
             self.emit(BootstrapCommand(node=self.node, command=self.command))
+            return True
+        if line.startswith("::skyward-need:"):
+            if self.on_need is not None:
+                self.on_need(line)
             return True
         if line.startswith("::skyward-failed-command:"):
             if not self.failed_command:
