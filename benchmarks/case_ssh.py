@@ -4,8 +4,10 @@ Two OpenSSH servers on 127.0.0.2 and 127.0.0.3 (the test suite's fixture, `tests
 stand in for two hosts; `sky.SSH(python=sys.executable)` bootstraps each in seconds. The figures
 are the sequential no-op round trip p50 and `pool.map` of no-ops, as in the latency and throughput
 cases, but through asyncssh and sshd instead of pipes, and the time a two-host pool takes to be
-ready on fresh hosts (cold: the venv built, skyward installed) and again on the same hosts (warm:
-the environment reused, `skyward.bootstrap.environments`). The floor beside them: a byte echoed
+ready on fresh hosts (cold: hosts as new cloud VMs, with no uv on the login's PATH and no caches,
+so the pool installs uv once per host, builds the venv with `Image(pip=["numpy"])` and installs
+skyward) and again on the same hosts (warm: the environment reused, `skyward.bootstrap.environments`,
+and the uv the first pool installed: no pool after the first downloads uv, `skyward.bootstrap.uv`). The floor beside them: a byte echoed
 through a raw asyncssh exec channel (`cat`) on the same host, the round trip no SSH transport can
 beat, measured in forty turns with the no-op round trips (twenty-five of each in turn, after
 twenty unmeasured ones: `TURN_WARMUP`), so both see the same phase of this machine, whose speed
@@ -37,12 +39,20 @@ PEERS = ("Skyward",)
 SSH_TESTS = Path(__file__).resolve().parents[1] / "tests" / "ssh"
 
 
+def _start_image() -> Any:
+    import skyward as sky
+
+    return sky.Image(pip=["numpy"])
+
+
 def figures() -> list[Figure]:
     return [
         Figure("ssh.p50", "ssh loopback: no-op round trip p50 (us)", "us", "lower"),
         Figure("ssh.tasks_per_s", "ssh loopback: no-op tasks/s", "tasks/s", "higher"),
-        Figure("ssh.cold_start_s", "ssh loopback: 2-host pool ready, fresh hosts (s)", "s", "lower"),
-        Figure("ssh.warm_start_s", "ssh loopback: 2-host pool ready, warm hosts (s)", "s", "lower"),
+        Figure("ssh.cold_start_s", "ssh loopback: 2-host pool ready, fresh hosts without uv, pip numpy (s)",
+               "s", "lower"),
+        Figure("ssh.warm_start_s", "ssh loopback: 2-host pool ready, same hosts again, pip numpy (s)", "s",
+               "lower"),
         Figure("ssh.floor_p50", "ssh loopback: raw asyncssh channel echo p50 (us)", "us", "lower"),
         Figure("ssh.vs_floor", "ssh loopback: no-op p50 / channel echo p50 (x)", "x", "lower"),
         Figure("ssh.floor_unpadded_p50", "ssh loopback: channel echo without IGNORE padding p50 (us)",
@@ -84,11 +94,12 @@ def measure(config: Config) -> dict[str, list[float]]:
                                     "ssh.warm_start_s": [], "ssh.floor_p50": [], "ssh.vs_floor": []}
     runs.update({f.key: [] for f in figures() if f.key not in runs})
     for _ in range(config.repeat):
-        fresh = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2)
+        # As new cloud VMs: no uv on the logins' PATH, no caches (`start_hosts(fresh=True)`).
+        fresh = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2, fresh=True)
         try:
             for key in ("ssh.cold_start_s", "ssh.warm_start_s"):
                 began = time.perf_counter()
-                with ssh_pool(fresh):
+                with ssh_pool(fresh, image=_start_image()):
                     runs[key].append(time.perf_counter() - began)
         finally:
             fresh.stop()
