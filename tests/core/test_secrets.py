@@ -160,6 +160,23 @@ def test_credentials_are_named_by_whole_words_and_found_in_url_passwords() -> No
     )
 
 
+def test_a_token_that_is_a_urls_whole_userinfo_is_masked_whole() -> None:
+    from skyward.secrets import mask_secrets
+
+    token = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+    env = {"REPO": f"https://{token}@github.com/org/private.git"}
+    assert env_secrets(env) == (token,)
+    line = f"cloning https://{token}@github.com/org/private.git into ./src"
+    assert mask_secrets(line) == "cloning https://***@github.com/org/private.git into ./src"
+
+
+def test_a_login_name_in_a_url_is_not_taken_for_a_token() -> None:
+    from skyward.secrets import mask_secrets
+
+    assert env_secrets({"HOST": "ssh://ubuntu@10.0.0.1", "SITE": "https://docs@example.org/"}) == ()
+    assert mask_secrets("ssh://ubuntu@10.0.0.1") == "ssh://ubuntu@10.0.0.1"
+
+
 def test_pip_index_repr_hides_its_password() -> None:
     index = sky.PipIndex(url=INDEX_URL, packages=["private-lib"])
     assert repr(index) == "PipIndex(url='https://bob:***@index.example/simple', packages=('private-lib',))"

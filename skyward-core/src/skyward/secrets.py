@@ -10,8 +10,9 @@ A value is a secret when
 - it was registered with `register_secret`: provider API keys and SSH keys, plugin tokens
   (`huggingface(token=...)`), `PipIndex` passwords, and the image's credentials when a pool starts;
 - it is the value of an environment variable whose name says it is a credential (`is_secret_name`);
-- it is the password of a URL, `scheme://user:password@host` (`url_passwords`). Such a password is
-  masked wherever it appears in a URL, registered or not.
+- it is the password of a URL, `scheme://user:password@host`, or a token that is a URL's whole
+  userinfo, `https://ghp_...@github.com` (`url_passwords`). Such a value is masked wherever it
+  appears in a URL, registered or not.
 
 The name rule: a name is split into words at underscores, dashes, dots and lower-to-upper case
 changes (`HF_TOKEN`, `wandbApiKey`); it names a credential when one of its words is in
@@ -66,6 +67,11 @@ _PLAIN_VALUES = frozenset({"true", "false", "yes", "none", "null"})
 _WORD_BREAK = re.compile(r"[_\-.\s]+|(?<=[a-z0-9])(?=[A-Z])")
 #: The password of `scheme://user:password@host` (user and password without `/`, `@`, spaces).
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#@:]*:)(?P<password>[^\s/?#@]+)@")
+#: A token standing alone as an http(s) URL's user part, `https://ghp_...@github.com` (no `:` in the
+#: userinfo): Git hosts and indexes take a token that way, and then the whole userinfo is the
+#: credential. Sixteen characters or more: a login name (`ssh://ubuntu@host`) is not a token, and
+#: masking it everywhere would garble every line that names it.
+_URL_TOKEN = re.compile(r"(?P<head>\bhttps?://)(?P<password>[^\s/?#@:]{16,})@", re.IGNORECASE)
 
 _registry: set[str] = set()
 _lock = threading.Lock()
@@ -93,7 +99,7 @@ def url_passwords(text: str) -> tuple[str, ...]:
     """The password of every `scheme://user:password@host` URL in `text`, as written and decoded
     (`p%40ss` is also `p@ss`: a tool may print either)."""
     found: list[str] = []
-    for match in _URL_PASSWORD.finditer(text):
+    for match in (*_URL_PASSWORD.finditer(text), *_URL_TOKEN.finditer(text)):
         password = match.group("password")
         for form in (password, unquote(password)):
             if len(form) >= MIN_SECRET_LENGTH and form not in found:
@@ -102,8 +108,10 @@ def url_passwords(text: str) -> tuple[str, ...]:
 
 
 def strip_url_password(url: str) -> str:
-    """`url` with the password of its credentials read `***` (`https://user:***@host/simple`)."""
-    return _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}@", url)
+    """`url` with the password of its credentials read `***` (`https://user:***@host/simple`), and
+    a token that is the whole userinfo too (`https://***@github.com/org/repo`)."""
+    masked = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}@", url)
+    return _URL_TOKEN.sub(lambda m: f"{m.group('head')}{MASK}@", masked)
 
 
 def env_secrets(env: Mapping[str, str]) -> tuple[str, ...]:
