@@ -218,3 +218,37 @@ def test_options_server_must_be_a_url() -> None:
     with pytest.raises(sky.ConfigurationError, match="http://127.0.0.1:8470"):
         sky.Options(server="localhost:8470")
     assert sky.Options(server="http://127.0.0.1:8470").server == "http://127.0.0.1:8470"
+
+
+CONCURRENT = """
+import concurrent.futures
+import skyward as sky
+from project_tasks import triple
+
+with sky.Compute(name="shared") as pool:
+    with concurrent.futures.ThreadPoolExecutor(32) as threads:
+        ballast = [str(i) for i in range(50_000)]  # pickling takes long enough for the calls to overlap
+        calls = [threads.submit(lambda v: triple(v, ballast) >> pool, v) for v in range(200)]
+        answers, failures = [], []
+        for call in calls:
+            try:
+                answers.append(call.result())
+            except Exception as error:  # noqa: BLE001 - counted below
+                failures.append(repr(error))
+    print(json.dumps({"answers": answers, "failures": failures[:3], "failed": len(failures)}))
+"""
+
+
+def test_concurrent_calls_from_an_attached_script_share_its_modules_registration(
+    server: Server, shared: str
+) -> None:
+    # A module of the project (under the script's folder) travels by value: every call registers
+    # it for its pickling, and 200 at once from 32 threads must not unregister it under each other.
+    (server.root / "project_tasks.py").write_text(
+        "import skyward as sky\n\n@sky.function\ndef triple(x, ballast):\n    return 3 * x\n"
+    )
+    done = python(server, CONCURRENT, SKYWARD_SERVER_URL=server.url)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["failed"] == 0, seen["failures"]
+    assert seen["answers"] == [3 * v for v in range(200)]

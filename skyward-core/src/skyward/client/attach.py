@@ -63,18 +63,54 @@ def attach(name: str, options: Any, kwargs: dict[str, Any]) -> AttachedPool | No
     return AttachedPool(name, client)
 
 
+#: Guards `_by_value_holds`: cloudpickle's by-value registry is one set for the whole process.
+_by_value_lock = threading.Lock()
+#: How many calls under way hold each module registered by value (registered by `_dumps` only).
+_by_value_holds: dict[str, int] = {}
+
+
 def _dumps(value: Any, fn: Any) -> bytes:
-    """`value` pickled, `fn`'s module by value when it is the project's (under the current folder)."""
+    """`value` pickled, `fn`'s module by value when it is the project's (under the current folder).
+
+    Concurrent calls share the registration: the first registers the module, the last one out
+    unregisters it, so one call's `unregister` never pulls the module from under another's pickling
+    (cloudpickle's registry is process-wide). A module the user registered stays theirs.
+    """
     module = sys.modules.get(getattr(fn, "__module__", "") or "")
     path = getattr(module, "__file__", None) or ""
     ours = module is not None and module.__name__ != "__main__" and os.path.abspath(path).startswith(
         os.getcwd() + os.sep)
-    if ours:
-        cloudpickle.register_pickle_by_value(module)
+    if not ours:
+        return cloudpickle.dumps(value)
+    assert module is not None
+    held = _hold_by_value(module)
     try:
         return cloudpickle.dumps(value)
     finally:
-        if ours:
+        if held:
+            _release_by_value(module)
+
+
+def _hold_by_value(module: Any) -> bool:
+    """Register `module` by value for one call; False when the user registered it themselves."""
+    name = module.__name__
+    with _by_value_lock:
+        if name in _by_value_holds:
+            _by_value_holds[name] += 1
+            return True
+        if name in cloudpickle.list_registry_pickle_by_value():
+            return False
+        cloudpickle.register_pickle_by_value(module)
+        _by_value_holds[name] = 1
+        return True
+
+
+def _release_by_value(module: Any) -> None:
+    name = module.__name__
+    with _by_value_lock:
+        _by_value_holds[name] -= 1
+        if _by_value_holds[name] == 0:
+            del _by_value_holds[name]
             cloudpickle.unregister_pickle_by_value(module)
 
 
