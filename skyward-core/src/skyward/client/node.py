@@ -1,4 +1,10 @@
-"""One node as the client sees it: its channel, its in-flight tasks, and their streams."""
+"""One node as the client sees it: its channel, its in-flight tasks, and their streams.
+
+A node counts each task it announces (`started`) and the end its worker answers (`_completed`);
+a task it announces is marked (`TaskState.report_end`) until that end is counted, so an end the
+pool gives it another way (a time limit, a lost node, the pool's exit) is counted here too, and a
+marked task announced again is a retry of the same task, not a new one (`TaskTally.rerun`).
+"""
 
 from __future__ import annotations
 
@@ -83,6 +89,9 @@ class NodeHandle:
         self._listens = listens
         #: Where a task nobody wants the events of is counted instead (`EventBus.tally`).
         self._tally = tally
+        #: What each task this node announces counts its end with (`TaskState.report_end`): one
+        #: bound method for them all, not one built per task.
+        self._report_end = self._completed
         #: The pool's name, on every event this node emits.
         self.pool = pool
         #: Where a HEALTH frame goes: `(check id, (healthy, detail))` (client/health.py).
@@ -171,6 +180,9 @@ class NodeHandle:
         lane and emits both (waking the loop for an event would cost that path its point). So a
         handler sees each task's two events in order, from one thread.
         """
+        if task.report_end is not None and self._tally is not None:
+            self._tally.rerun()  # its earlier run, on a node lost or let go, did not end it
+        task.report_end = self._report_end
         if self._listens(TaskStarted):  # once per task: build the event only for a listener
             self.emit(TaskStarted(task_id=task.id, name=task.name, node=self.index, pool=self.pool))
         elif self._tally is not None:
@@ -211,7 +223,7 @@ class NodeHandle:
         if self.sent_now.pop(task.id, None) is None:
             return False
         self.inflight[task.id] = task
-        if not task.call:
+        if not task.call and not task.done:  # done: cancelled meanwhile, never to be counted
             self.started(task)
         return True
 
@@ -222,6 +234,9 @@ class NodeHandle:
         """
         if self.sent_now.pop(task.id, None) is None:
             return False
+        if task.done:
+            return True  # the pool ended it meanwhile (a cancel), and counted its end then
+        task.report_end = None  # its end is counted below, as the worker answered it
         if isinstance(frame.payload, Undecodable):
             self._fail_undecodable(task, frame)
         elif frame.kind is Kind.RESULT:
@@ -376,6 +391,7 @@ class NodeHandle:
         if kind is Kind.YIELD:
             task = self.inflight.get(frame.id)
             if task is not None and not task.done:
+                task.report_end = None  # its end is counted here; its DONE then counts nothing
                 self._fail_undecodable(task, frame)
                 self.cancel(task.id)  # its DONE still comes, and frees the slot
         elif kind is Kind.RESULT or kind is Kind.ERROR or kind is Kind.DONE:
@@ -412,6 +428,10 @@ class NodeHandle:
         self.emit(Error(message=failure.message, node=self.index, pool=self.pool))
 
     def _finish(self, task_id: int) -> TaskState | None:
+        """Free the slot of the task an answer is for, and return the task for the answer to end
+        and count; None when there is nothing left to end: the pool ended it first (a time limit,
+        its exit, a cancel) and counted its end then, so counting this answer too would count the
+        task twice."""
         if task_id in self.stuck:
             self.stuck.discard(task_id)
             self._on_free(None)
@@ -419,17 +439,23 @@ class NodeHandle:
         task = self.inflight.pop(task_id, None)
         if task is None:
             task = self.sent_now.pop(task_id, None)
-            if task is not None and not task.call:
+            if task is not None and not task.call and not task.done:
                 self.started(task)  # answered before the loop registered it: announced here, first
-        if task is not None:
-            now = self._loop.time()
-            interval = now - max(self._last_done, task.started_at)
-            self._pace = interval if self._pace is None else 0.75 * self._pace + 0.25 * interval
-            self._last_done = now
-            self._on_free(task)
+        if task is None:
+            return None
+        now = self._loop.time()
+        interval = now - max(self._last_done, task.started_at)
+        self._pace = interval if self._pace is None else 0.75 * self._pace + 0.25 * interval
+        self._last_done = now
+        self._on_free(task)
+        if task.done:
+            return None
+        task.report_end = None  # counted by the caller, as the worker answered (`_completed`)
         return task
 
     def _completed(self, task: TaskState, success: bool, error: str = "") -> None:
+        """Count `task`'s end: its worker's answer, or an end the pool gave it (`TaskState.report_end`,
+        on whichever thread ended it)."""
         if success and not self._listens(TaskCompleted):
             if self._tally is not None:
                 self._tally.finish(True)

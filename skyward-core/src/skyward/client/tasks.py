@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from skyward.messages import RemoteFailure
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from skyward.client.shipping import ShippedFunction
 
@@ -29,12 +29,14 @@ class TaskState:
     `ship` made (key, bytes, whether it streams), and the frame is encoded once, when the task is
     made. The node running it is named by its key (`worker`), not held: a task outlives the node
     it was sent to when that node is lost and the task runs again elsewhere.
+
+    Its end is counted where its start was (`report_end`, see there), whoever ends it.
     """
 
     __slots__ = (
         "id", "name", "function", "parts", "target", "timeout", "window", "inputs", "future", "waiter",
         "value", "error", "stream", "collected", "worker", "attempts", "timer", "started_at", "done",
-        "prefetch", "call",
+        "prefetch", "call", "report_end",
     )
 
     def __init__(
@@ -82,6 +84,12 @@ class TaskState:
         self.prefetch = False
         #: Sent as a CALL: its caller reads the answer on the node's reply lane (see client/dispatch.py).
         self.call = False
+        #: Counts this task's end (success, error type name) where its start was counted: set by
+        #: the node that announced it (`NodeHandle.started`), cleared once its end is counted.
+        #: A node counts the ends its worker answers itself; every other end (a time limit, a
+        #: lost node's task not retried, the pool's exit, a cancel) comes through `resolve` or
+        #: `fail`, which call it, so no started task is left counted as running.
+        self.report_end: Callable[[TaskState, bool, str], None] | None = None
 
     @staticmethod
     def next_id() -> int:
@@ -105,6 +113,8 @@ class TaskState:
                 self.future.set_result(value)
         else:
             self.waiter.completed(self)  # type: ignore[union-attr]
+        if self.report_end is not None:  # ended by the pool, not by its worker's answer
+            self._count_end(True, "")
 
     def fail(self, exc: BaseException) -> None:
         if self.done:
@@ -119,6 +129,15 @@ class TaskState:
                 self.future.set_exception(exc)
         else:
             self.waiter.completed(self)  # type: ignore[union-attr]
+        if self.report_end is not None:  # ended by the pool, not by its worker's answer
+            self._count_end(False, type(exc).__name__)
+
+    def _count_end(self, success: bool, error: str) -> None:
+        """Count this task's end where its start was counted, once: after the caller was told,
+        as a worker's answer is."""
+        report, self.report_end = self.report_end, None
+        if report is not None:
+            report(self, success, error)
 
     def result(self) -> Any:
         """Wait for the outcome here (the caller's thread): the value, or the task's error raised."""

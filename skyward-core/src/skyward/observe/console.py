@@ -15,6 +15,10 @@ writing them than running the tasks. Attached to a bus, the console reads those 
 bus's `TaskTally` and subscribes without task events (`counting_tasks`), so a pool builds no
 `TaskStarted`/`TaskCompleted` for the console alone (that cost a map of no-ops half its rate); the
 rich console's spinner reads the running count when it draws, four times a second.
+
+The end summary gives the totals: done and failed, how many times a task was retried (run again
+after its node was lost), and what is still running, if anything (nothing, once every task has
+ended: a retried task is one task, and a task the pool ended itself is counted as failed).
 """
 
 from __future__ import annotations
@@ -92,6 +96,8 @@ class Console:
         self._tally = TaskTally()
         self._attached = False
         self._unwatch = self._watch(self._tally)
+        #: The tasks started and not ended, by id, while events are fed to `handle` (see `_count_task`).
+        self._running_ids: set[int] = set()
         self._lock = threading.RLock()
         self._total = 0
         self._requested_at: float | None = None
@@ -260,12 +266,13 @@ class Console:
         match event:
             case ev.TaskStarted(task_id=tid, name=name, node=node):
                 if not self._attached:
-                    self._tally.start(event.time)
+                    self._count_task(tid, event.time)
                 if not narrated:
                     return
                 line = _Line("INFO", f"task {name}#{tid} started on node {node}")
             case ev.TaskCompleted(task_id=tid, name=name, node=node, success=ok, duration=d, error=err):
                 if not self._attached:
+                    self._running_ids.discard(tid)
                     self._tally.finish(ok, event.time)
                 if ok and not narrated:
                     return
@@ -280,6 +287,15 @@ class Console:
             if self.mode == "rich":
                 self._refresh_live()
             self._write(line, event.time)
+
+    def _count_task(self, task_id: int, at: float) -> None:
+        """Count a task's start from its event (the console's own tally): a task started again
+        before it ended is a retry of it (its node was lost), as a node counts it on a bus's tally,
+        not one more task left running."""
+        if task_id in self._running_ids:
+            self._tally.rerun()
+        self._running_ids.add(task_id)
+        self._tally.start(at)
 
     def _print_progress(self, progress: Progress) -> None:
         """The "log" console's task progress line, when the tally says one is due (at most every
@@ -344,10 +360,23 @@ class Console:
 
     def _summary(self) -> str:
         """The end of the pool's story: its tasks and each node's utilisation (when it was sampled)."""
-        done, failed = self._tally.done, self._tally.failed
-        text = f"\ntasks: {done} done, {failed} failed" if done or failed else ""
         nodes = self._meters.summary()
-        return text + "".join(f"\n{line}" for line in nodes)
+        return _task_summary(self._tally) + "".join(f"\n{line}" for line in nodes)
+
+
+def _task_summary(tally: TaskTally) -> str:
+    """The summary's task line: done, failed, the retries when there were any, and the tasks
+    still running when some are (none once every task has ended); empty when no task ran."""
+    done, failed, retried, running = tally.done, tally.failed, tally.retried, tally.running
+    if not (done or failed or running):
+        return ""
+    text = f"\ntasks: {done} done, {failed} failed"
+    if retried:
+        text += f", {retried} {'retry' if retried == 1 else 'retries'}"
+    if running:
+        text += f", {running} still running"
+    return text
+
 
 def _suffix(reason: str) -> str:
     return f": {reason}" if reason else ""

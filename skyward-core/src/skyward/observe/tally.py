@@ -8,6 +8,13 @@ spinner) cost a map of no-ops a fifth of its throughput piped and half on a term
 events (`EventBus.listens`), and the bus counts the task events it does carry: each task is
 counted once, whichever way it went.
 
+A task is one task however many times it runs: a task of a lost node (or of one a resize let go)
+that runs again elsewhere is counted by its node as run again (`rerun`), which takes its earlier
+start back and counts a retry, so it is started once and ended once. A task the pool ends without
+an answer from its worker (a time limit, a lost node's task not retried, the pool's exit) is
+counted as failed where its start was counted (`TaskState.report_end`): without either, such a
+task stayed "running" after the pool had returned every result.
+
 A bus's tally counts nothing until something reads it (`watch`): a pool without a console pays a
 method call per task. Counts change on the pool's loop thread and on a synchronous call's own
 thread, so they change under a lock; readers (the rich console's refresh thread) read them without
@@ -43,7 +50,8 @@ class Progress:
 
 
 class TaskTally:
-    """How many tasks have started, ended well and failed; when the pool last became busy."""
+    """How many tasks have started, ended well and failed, how many times one ran again; when the
+    pool last became busy."""
 
     def __init__(self, interval: float = PROGRESS_INTERVAL, counting: bool = True) -> None:
         self.interval = interval
@@ -52,6 +60,8 @@ class TaskTally:
         self.started = 0
         self.done = 0
         self.failed = 0
+        #: How many times a started task was run again (its node was lost, or left the pool).
+        self.retried = 0
         #: When the number of running tasks last rose from zero (epoch seconds).
         self.busy_since: float | None = None
         #: Called with a `Progress` when a line is due; replaced whole, so it is read without a lock.
@@ -77,6 +87,16 @@ class TaskTally:
             self.started += 1
         finally:
             lock.release()
+
+    def rerun(self) -> None:
+        """A started task is run again: its earlier start is taken back (the start of this run
+        counts it), and a retry is counted. Without it a retried task counted as two started and
+        one ended: "1 running" after every result was in."""
+        if not self.counting:
+            return
+        with self._lock:
+            self.retried += 1
+            self.started = max(0, self.started - 1)
 
     def finish(self, success: bool, at: float | None = None) -> None:
         """Count a task's end; a success may make a progress line due (a failure is shown on its own)."""
