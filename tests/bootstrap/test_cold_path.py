@@ -216,7 +216,7 @@ def test_apt_get_update_overlaps_the_venv_phase_and_the_apt_phase_waits_for_it(
     assert result.returncode == 0, result.stderr
     lines = log.read_text().splitlines()
     assert sorted(lines[:2]) == ["the venv phase", "update start"], lines  # at the same time
-    assert lines[2:] == ["update end", "install install -y --no-install-recommends curl"], lines
+    assert lines[2:] == ["update end", "install install -y --no-install-recommends -- curl"], lines
     assert "Hit: the index" in result.stdout  # its output is shown in the apt phase
     assert "::skyward-command:apt-get update" in result.stdout
 

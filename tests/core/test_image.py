@@ -181,3 +181,19 @@ def test_image_rejects_a_pip_index_of_the_wrong_type() -> None:
 def test_image_is_immutable() -> None:
     with pytest.raises(AttributeError):
         Image().pip = ("torch",)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("field", ["pip", "apt"])
+def test_a_package_list_entry_that_is_an_option_is_refused_at_construction(field: str) -> None:
+    with pytest.raises(ConfigurationError, match="is an option, not a package"):
+        Image(**{field: ["numpy", "--index-url=https://elsewhere.example/simple"]})
+
+
+def test_the_bootstrap_ends_the_options_before_the_image_packages() -> None:
+    from skyward.bootstrap.render import render_script
+
+    text = render_script(Image(pip=["numpy"], apt=["git"]), (), workdir="/W").text
+    assert "apt-get install -y --no-install-recommends -- git" in text
+    (uv_line,) = [line for line in text.splitlines() if line.startswith('"$W/bin/uv" pip install')]
+    options, _, packages = uv_line.partition(" -- ")
+    assert "numpy" in packages.split() and "numpy" not in options

@@ -204,6 +204,22 @@ def _check_python(instance: Image, attribute: attrs.Attribute[str], value: str) 
         )
 
 
+def _check_packages(instance: Image, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+    """A package list holds packages: an entry that starts with `-` would be an option of uv or
+    apt-get (an index to install from, a config file), which the bootstrap never passes on."""
+    options = [item for item in value if item.strip().startswith("-")]
+    if options:
+        fix = (
+            "name indexes with Image(pip_indexes=[sky.PipIndex(url=..., packages=[...])]) and "
+            "pin versions in the requirement itself (\"torch==2.5.1\")"
+            if attribute.name == "pip" else "apt options are not supported; list package names only"
+        )
+        raise ConfigurationError(
+            f"Image({attribute.name}=[...]): {', '.join(repr(o) for o in options)} is an option, not a "
+            f"package; {fix}"
+        )
+
+
 def _check_source(instance: Image, attribute: attrs.Attribute[str], value: str) -> None:
     if value not in SKYWARD_SOURCES:
         valid = ", ".join(repr(s) for s in SKYWARD_SOURCES)
@@ -254,9 +270,9 @@ class Image:
     """
 
     python: str = attrs.field(default="auto", converter=_python, validator=_check_python)
-    pip: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    pip: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple, validator=_check_packages)
     pip_indexes: tuple[PipIndex, ...] = attrs.field(default=(), converter=_pip_indexes)
-    apt: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    apt: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple, validator=_check_packages)
     env: dict[str, str] = attrs.field(factory=dict, converter=_env_dict("env"), hash=False, repr=_env_repr)
     shell_vars: dict[str, str] = attrs.field(factory=dict, converter=_env_dict("shell_vars"), hash=False)
     includes: tuple[str, ...] = attrs.field(default=(), converter=_includes)

@@ -170,7 +170,8 @@ def apt_update_early() -> str:
 def apt_phase(packages: tuple[str, ...]) -> str:
     quoted = " ".join(shlex.quote(p) for p in packages)
     install = (
-        f"$__sky_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {quoted}"
+        # `--`: a package named like an option (`-o...`) is taken for a package, never an option.
+        f"$__sky_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -- {quoted}"
     )
     lines = (
         _APT_SUDO
@@ -185,7 +186,7 @@ def apt_phase(packages: tuple[str, ...]) -> str:
         "else\n"
         "  $__sky_sudo apt-get update\n"
         "fi\n"
-        + _run(install, f"apt-get install -y --no-install-recommends {quoted}")
+        + _run(install, f"apt-get install -y --no-install-recommends -- {quoted}")
     )
     return _phase("apt", lines)
 
@@ -239,15 +240,16 @@ def _uv_install(packages: tuple[str, ...], indexes: tuple[Any, ...], skyward: Sk
     bare = skyward.bare_names if skyward is not None else ()
     install = f'"$W/bin/uv" pip install --python "$V/bin/python"{flags}'
     shown = f"uv pip install --python $W/venv/bin/python{flags}"
-    if not indexes and not bare:
+    if not indexes and not bare:  # `--`: a requirement is never read as one of uv's options
         quoted = " ".join(shlex.quote(p) for p in (*group, *packages))
-        return _run(f"{install} {quoted}", f"{shown} {quoted}")
+        return _run(f"{install} -- {quoted}", f"{shown} -- {quoted}")
     # Requirements an index is scoped to go in the file; the rest stay on the command line.
     named = [p for p in packages if requirement_name(p) is not None] if indexes else []
     other = [p for p in packages if p not in named]
     toml = _requirements_toml(named, indexes, bare)
     delimiter = _delimiter("SKYWARD_REQUIREMENTS", toml)
     extra = "".join(f" {shlex.quote(p)}" for p in (*group, *other))
+    extra = f" --{extra}" if extra else ""
     # The index URLs may carry credentials (`https://user:password@host`), which uv reads from
     # here: the file is private to the node's user, like env.sh (`rm` first: an older one keeps its mode).
     return (
