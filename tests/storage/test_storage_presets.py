@@ -27,9 +27,9 @@ def test_each_preset_has_its_endpoint(storage: sky.storage.Storage, endpoint: st
     assert (storage.endpoint, storage.signing_region) == (endpoint, region)
 
 
-def test_hyperstack_without_an_endpoint_says_where_to_find_it() -> None:
-    with pytest.raises(sky.ConfigurationError, match="pass endpoint="):
-        sky.storage.Hyperstack(api_key="key", region="CANADA-1")
+def test_hyperstack_defaults_to_its_regions_endpoint() -> None:
+    storage = sky.storage.Hyperstack(api_key="key", region="CANADA-1")
+    assert storage.endpoint == "https://ca1.obj.nexgencloud.io"
 
 
 def test_a_preset_missing_its_keys_names_them() -> None:

@@ -6,7 +6,9 @@
         s3.download("my-bucket", "checkpoints/model.pt", "local/model.pt")
 
 - `client.py`       `Storage` (the store, a frozen value), `StorageClient` (an open one), the errors
-- `credentials.py`  credentials as strings or functions (sync or async), resolved late, masked
+- `credentials.py`  credentials as strings or functions (sync or async), resolved late, masked;
+                    `EphemeralKeys`, a key pair minted on first use and deleted at close
+- `hyperstack.py`   Hyperstack's access-key API: the ephemeral keys of `Hyperstack`
 - `presets.py`      `S3`, `R2`, `GCS`, `Wasabi`, `Backblaze`, `Hyperstack`: each store's endpoint
 
 A `Storage` is also what `sky.Volume(storage=...)` mounts on the nodes (see docs/storage.md).

@@ -8,12 +8,17 @@ several at once, and are retried part by part. Every failure is a `StorageError`
 object (`s3://bucket/key`) and the endpoint; a missing object is a `StorageNotFoundError`, which
 is also a `FileNotFoundError`.
 
+A store whose keys are minted for it (`ephemeral_keys`, Hyperstack's) mints them when first
+opened and deletes them when the storage closes: when the last client opened from it is closed
+(the `with storage as s3:` block's exit), or at `storage.close()`.
+
 boto3 is imported when a `Storage` is opened, not when this module is: skyward-core does not
 depend on it (the nodes never need it), skyward-aws does. Without it, opening says what to install.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -26,7 +31,7 @@ import attrs
 import structlog
 
 from skyward.errors import ConfigurationError, MissingPackageError, SkywardError
-from skyward.storage.credentials import check_credential, resolve_credential
+from skyward.storage.credentials import EphemeralKeys, check_credential, resolve_credential
 
 __all__ = ["DEFAULT_PART_SIZE", "MIN_PART_SIZE", "Storage", "StorageClient", "StorageError",
            "StorageNotFoundError"]
@@ -71,6 +76,44 @@ def _credential(instance: Storage, attribute: attrs.Attribute[Any], value: objec
     check_credential("Storage", attribute.name, value)
 
 
+def _check_ephemeral(instance: Storage, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, EphemeralKeys):
+        raise ConfigurationError(
+            f"Storage(ephemeral_keys={value!r}): expected a skyward.storage.credentials.EphemeralKeys "
+            "(or None, with access_key= and secret_key=)"
+        )
+
+
+class _Entered:
+    """The clients `with storage as s3:` handed out and not yet closed, per thread, innermost last:
+    each block's exit closes the client its own entry opened, even with blocks in several threads.
+    A pickled or copied `Storage` starts with none (clients do not travel)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_thread: dict[int, list[StorageClient]] = {}
+
+    def push(self, client: StorageClient) -> None:
+        with self._lock:
+            self._by_thread.setdefault(threading.get_ident(), []).append(client)
+
+    def pop(self) -> StorageClient | None:
+        with self._lock:
+            stack = self._by_thread.get(threading.get_ident())
+            if not stack:
+                return None
+            client = stack.pop()
+            if not stack:
+                del self._by_thread[threading.get_ident()]
+            return client
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
 @attrs.frozen
 class Storage:
     """An S3-compatible object store: its `endpoint` and the keys to sign requests with.
@@ -80,7 +123,9 @@ class Storage:
     uses boto3's own search (environment, `~/.aws`, an instance role). `path_style` puts the
     bucket in the path (`https://host/bucket/key`), which self-hosted stores need. `region` is the
     signing region. `flavor` tells the mount tool which store it talks to ("AWS", "Cloudflare",
-    "GCS", "Wasabi", "Other"). Use it as a context manager: `with storage as s3: s3.ls("bucket")`.
+    "GCS", "Wasabi", "Other"). `ephemeral_keys`, instead of the two keys, mints a key pair when the
+    store is first used and deletes it when the storage closes (see `close`). Use it as a context
+    manager: `with storage as s3: s3.ls("bucket")`; the block's exit closes the client.
     """
 
     endpoint: str = attrs.field(validator=_check_endpoint)
@@ -91,8 +136,18 @@ class Storage:
     session_token: Any = attrs.field(default=None, kw_only=True, validator=_credential, repr=False)
     part_size: int = attrs.field(default=DEFAULT_PART_SIZE, kw_only=True, validator=_check_part_size)
     flavor: str = attrs.field(default="Other", kw_only=True)
+    #: Runtime state (a lease on minted keys), not part of the store's value: out of eq and hash.
+    ephemeral_keys: EphemeralKeys | None = attrs.field(
+        default=None, kw_only=True, eq=False, repr=False, validator=_check_ephemeral
+    )
+    _entered: _Entered = attrs.field(factory=_Entered, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        if self.ephemeral_keys is not None and (self.access_key is not None or self.secret_key is not None):
+            raise ConfigurationError(
+                f"Storage(endpoint={self.endpoint!r}): give access_key= and secret_key=, or ephemeral_keys=, "
+                "not both (ephemeral keys are minted for the store)"
+            )
         if (self.access_key is None) != (self.secret_key is None):
             raise ConfigurationError(
                 f"Storage(endpoint={self.endpoint!r}): give both access_key= and secret_key=, or neither "
@@ -105,7 +160,14 @@ class Storage:
         return self.region or "us-east-1"
 
     def keys(self) -> tuple[str | None, str | None, str | None]:
-        """(access key, secret key, session token), the functions called now (secrets registered)."""
+        """(access key, secret key, session token), the functions called now (secrets registered).
+
+        With `ephemeral_keys`, the minted pair (minted now if none is held), held until `close()`:
+        whoever asks for the bare keys (a pool's volumes) keeps using them after this returns.
+        """
+        if self.ephemeral_keys is not None:
+            key, _hold = self.ephemeral_keys.acquire()
+            return key.access_key, key.secret_key, None
         owner = f"Storage(endpoint={self.endpoint!r})"
         return (
             resolve_credential(owner, "access_key", self.access_key, secret=False),
@@ -123,23 +185,60 @@ class Storage:
                 "sky.storage needs boto3: pip install 'skyward-core[storage]' (or boto3; skyward-aws "
                 "installs it too)"
             ) from None
-        access, secret, token = self.keys()
+        access, secret, token, release = self._client_keys()
         config = Config(
             signature_version="s3v4",
             s3={"addressing_style": "path" if self.path_style else "auto"},
             retries={"max_attempts": 5, "mode": "standard"},
         )
-        client = boto3.session.Session().client(
-            "s3", endpoint_url=self.endpoint, region_name=self.signing_region, aws_access_key_id=access,
-            aws_secret_access_key=secret, aws_session_token=token, config=config,
-        )
-        return StorageClient(self, client)
+        try:
+            client = boto3.session.Session().client(
+                "s3", endpoint_url=self.endpoint, region_name=self.signing_region, aws_access_key_id=access,
+                aws_secret_access_key=secret, aws_session_token=token, config=config,
+            )
+        except Exception:
+            if release is not None:
+                release()
+            raise
+        return StorageClient(self, client, release=release)
+
+    def _client_keys(self) -> tuple[str | None, str | None, str | None, Callable[[], None] | None]:
+        """The keys for one client, and what gives its hold on minted keys back (None without)."""
+        if self.ephemeral_keys is None:
+            return (*self.keys(), None)
+        key, hold = self.ephemeral_keys.acquire()
+        return key.access_key, key.secret_key, None, functools.partial(self.ephemeral_keys.release, hold)
+
+    def close(self) -> None:
+        """Delete the keys minted for this store, now, whatever still uses them; the next use mints
+        new ones. Nothing to do for a store with keys of its own (its clients close themselves)."""
+        if self.ephemeral_keys is not None:
+            self.ephemeral_keys.close()
 
     def __enter__(self) -> StorageClient:
-        return self.open()
+        client = self.open()
+        self._entered.push(client)
+        return client
 
-    def __exit__(self, *exc: object) -> None:
-        """Nothing to do: the client `__enter__` returned holds the connections, and they go with it."""
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the client this block's `__enter__` opened (minted keys are deleted with the last).
+
+        A failure to close while the block raises is logged, not raised: the block's error is the
+        one the caller needs to see."""
+        client = self._entered.pop()
+        if client is None:
+            return
+        try:
+            client.close()
+        except Exception as failure:
+            if exc is None:
+                raise
+            structlog.get_logger().warning(
+                "skyward.storage_close_failed", endpoint=self.endpoint,
+                error=f"{type(failure).__name__}: {failure}",
+            )
 
 
 class _Transfer:
@@ -172,9 +271,10 @@ class _Transfer:
 class StorageClient:
     """An open `Storage`: upload, download, ls, exists, rm. Each method blocks until it is done."""
 
-    def __init__(self, storage: Storage, client: Any) -> None:
+    def __init__(self, storage: Storage, client: Any, *, release: Callable[[], None] | None = None) -> None:
         self.storage = storage
         self._client = client
+        self._release = release
 
     def __enter__(self) -> StorageClient:
         return self
@@ -185,10 +285,16 @@ class StorageClient:
         self.close()
 
     def close(self) -> None:
-        """Close the client's connections."""
-        close = getattr(self._client, "close", None)
-        if close is not None:
-            close()
+        """Close the client's connections, and give back its hold on the store's minted keys (the
+        last hold deletes them). Closing twice does nothing more."""
+        release, self._release = self._release, None
+        try:
+            close = getattr(self._client, "close", None)
+            if close is not None:
+                close()
+        finally:
+            if release is not None:
+                release()
 
     def _transfer_config(self) -> Any:
         from boto3.s3.transfer import TransferConfig

@@ -7,26 +7,23 @@ The endpoints, as each provider documents them for S3 clients:
 - Google Cloud Storage, XML API interoperability with HMAC keys: `https://storage.googleapis.com`;
 - Wasabi: `https://s3.<region>.wasabisys.com` (Wasabi recommends path-style requests);
 - Backblaze B2: `https://s3.<region>.backblazeb2.com` (an application key, not the master key);
-- Hyperstack: an access key pair minted with the API key (`POST /v1/object-storage/access-keys`
-  of `https://infrahub-api.nexgencloud.com`, scoped to a region such as `CANADA-1`); its S3
-  endpoint is shown in the Hyperstack console and is passed as `endpoint=`.
+- Hyperstack: `https://ca1.obj.nexgencloud.io` for `CANADA-1` (`HYPERSTACK_ENDPOINTS`), with an
+  ephemeral access key pair minted with the API key on first use and deleted when the storage
+  closes (`skyward.storage.hyperstack`).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import urllib.request
-from typing import Any
-
 from skyward.errors import ConfigurationError
 from skyward.storage.client import DEFAULT_PART_SIZE, Storage
-from skyward.storage.credentials import Credential, resolve_credential
+from skyward.storage.credentials import Credential, check_credential
+from skyward.storage.hyperstack import HYPERSTACK_API, HyperstackKeys
 
-__all__ = ["GCS", "R2", "S3", "Backblaze", "Hyperstack", "Wasabi"]
+__all__ = ["GCS", "HYPERSTACK_ENDPOINTS", "R2", "S3", "Backblaze", "Hyperstack", "Wasabi"]
 
-#: Hyperstack's API, where an API key mints object-storage access keys.
-HYPERSTACK_API = "https://infrahub-api.nexgencloud.com/v1"
+#: Hyperstack's object-storage regions and their S3 endpoints. CANADA-1's is the one Hyperstack's
+#: clients use (and the public Skyward project's default); another region needs `endpoint=`.
+HYPERSTACK_ENDPOINTS: dict[str, str] = {"CANADA-1": "https://ca1.obj.nexgencloud.io"}
 
 
 def _required(preset: str, **values: object) -> None:
@@ -93,47 +90,40 @@ def Backblaze(  # noqa: N802
 
 
 def Hyperstack(  # noqa: N802
-    *, api_key: Credential, region: str = "CANADA-1", endpoint: str | None = None,
+    *, api_key: Credential | None = None, region: str = "CANADA-1", endpoint: str | None = None,
     access_key: Credential | None = None, secret_key: Credential | None = None,
-    part_size: int = DEFAULT_PART_SIZE,
+    part_size: int = DEFAULT_PART_SIZE, api_url: str = HYPERSTACK_API,
 ) -> Storage:
-    """Hyperstack object storage in `region`.
+    """Hyperstack object storage in `region`, at its endpoint (`HYPERSTACK_ENDPOINTS`) or `endpoint=`.
 
-    Without `access_key`/`secret_key`, one access key pair is minted with `api_key` when the
-    store is first opened (once per process and region: Hyperstack shows a secret only when it
-    creates it). `endpoint` is the S3 endpoint of the region, from the Hyperstack console.
+    Without `access_key`/`secret_key`, an access key pair is minted with `api_key` (None reads
+    `$HYPERSTACK_API_KEY`) when the store is first used, and deleted when it closes (the `with`
+    block's exit, or `close()`): the API key stays here and the pair stops working once we are
+    done. Each `Hyperstack(...)` mints its own. Building it reads no variable and calls nothing.
+    `api_url` is Hyperstack's API (another only for a proxy or a stand-in).
     """
-    _required("Hyperstack", api_key=api_key, region=region)
-    if not endpoint:
-        raise ConfigurationError(
-            f"sky.storage.Hyperstack(region={region!r}): pass endpoint=, the region's S3 endpoint shown "
-            "in the Hyperstack console under Object Storage (its API documents the keys, not the URL)"
-        )
+    _required("Hyperstack", region=region)
+    check_credential("sky.storage.Hyperstack", "api_key", api_key)
     if (access_key is None) != (secret_key is None):
         raise ConfigurationError("sky.storage.Hyperstack: give both access_key= and secret_key=, or neither")
-    if access_key is None:
-        access_key = functools.partial(_minted, api_key, region, "access_key")
-        secret_key = functools.partial(_minted, api_key, region, "secret_key")
-    return Storage(endpoint, access_key, secret_key, path_style=True, region=region, part_size=part_size)
-
-
-def _minted(api_key: Credential, region: str, field: str) -> str:
-    key = resolve_credential("sky.storage.Hyperstack", "api_key", api_key)
-    return str(_mint(key or "", region)[field])
-
-
-@functools.lru_cache(maxsize=8)
-def _mint(api_key: str, region: str) -> dict[str, Any]:
-    """A new access key pair of Hyperstack's object storage in `region` (one per process)."""
-    request = urllib.request.Request(  # noqa: S310 - a fixed https URL
-        f"{HYPERSTACK_API}/object-storage/access-keys",
-        data=json.dumps({"region": region, "description": "skyward"}).encode(),
-        headers={"api_key": api_key, "accept": "application/json", "Content-Type": "application/json"},
-        method="POST",
+    if not api_url.startswith(("http://", "https://")):
+        raise ConfigurationError(
+            f"sky.storage.Hyperstack(api_url={api_url!r}): expected a URL, e.g. {HYPERSTACK_API!r}"
+        )
+    ephemeral = HyperstackKeys(api_key, region, api_url=api_url) if access_key is None else None
+    return Storage(
+        endpoint or _hyperstack_endpoint(region), access_key, secret_key, path_style=True, region=region,
+        part_size=part_size, ephemeral_keys=ephemeral,
     )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
-        answer = json.loads(response.read())
-    body = answer.get("access_key", answer) if isinstance(answer.get("access_key"), dict) else answer
-    if not body.get("access_key") or not body.get("secret_key"):
-        raise ConfigurationError(f"Hyperstack did not return an access key pair for region {region}")
-    return body
+
+
+def _hyperstack_endpoint(region: str) -> str:
+    """The S3 endpoint of a known region; an unknown one names the known ones and `endpoint=`."""
+    endpoint = HYPERSTACK_ENDPOINTS.get(region)
+    if endpoint is None:
+        known = ", ".join(sorted(HYPERSTACK_ENDPOINTS))
+        raise ConfigurationError(
+            f"sky.storage.Hyperstack(region={region!r}): no known S3 endpoint for this region "
+            f"(known: {known}); pass endpoint=, the region's object-storage URL from the Hyperstack console"
+        )
+    return endpoint
