@@ -7,7 +7,8 @@ cases, but through asyncssh and sshd instead of pipes, and the time a two-host p
 ready on fresh hosts (cold: hosts as new cloud VMs, with no uv on the login's PATH and no caches,
 so the pool installs uv once per host, builds the venv with `Image(pip=["numpy"])` and installs
 skyward) and again on the same hosts (warm: the environment reused, `skyward.bootstrap.environments`,
-and the uv the first pool installed: no pool after the first downloads uv, `skyward.bootstrap.uv`). The floor beside them: a byte echoed
+and the uv the first pool installed: no pool after the first downloads uv, `skyward.bootstrap.uv`).
+The floor beside them: a byte echoed
 through a raw asyncssh exec channel (`cat`) on the same host, the round trip no SSH transport can
 beat, measured in forty turns with the no-op round trips (twenty-five of each in turn, after
 twenty unmeasured ones: `TURN_WARMUP`), so both see the same phase of this machine, whose speed

@@ -94,14 +94,16 @@ def test_when_neither_the_host_nor_the_client_can_get_uv_the_bootstrap_fails_say
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     env = host_without_uv(tmp_path, PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull)
     with pytest.raises(BootstrapFailed) as caught:
-        bootstrap(setup_for(sky.Image(), emit=Events(), timeout=120), tmp_path / "pool-a", runner=LocalRunner(env=env))
+        setup = setup_for(sky.Image(), emit=Events(), timeout=120)
+        bootstrap(setup, tmp_path / "pool-a", runner=LocalRunner(env=env))
     assert caught.value.phase == "uv"
     assert "could not download uv" in str(caught.value)
     assert "install uv on the host" in str(caught.value)
 
 
 def test_a_request_marker_names_what_the_machine_and_where() -> None:
-    assert parse_request("::skyward-need:uv:aarch64:/home/u/n/uv.whl") == ("uv", "aarch64", "/home/u/n/uv.whl")
+    line = "::skyward-need:uv:aarch64:/home/u/n/uv.whl"
+    assert parse_request(line) == ("uv", "aarch64", "/home/u/n/uv.whl")
     assert parse_request("::skyward-need:uv:x86_64:relative/path") is None
     assert parse_request("::skyward-phase:uv:start") is None
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import cloudpickle
 import pytest
 import structlog
@@ -33,7 +34,7 @@ from skyward.client.hooks import PoolHooks
 from skyward.errors import ConfigurationError, PluginError
 from skyward.image import PipIndex
 from skyward.observe.logging import configure_logging, reset_logging
-from skyward.plugins.builtin.huggingface import HUGGINGFACE_PACKAGES, LOGIN_SCRIPT
+from skyward.plugins.builtin.huggingface import HUGGINGFACE_PACKAGES, LOGIN_SCRIPT, TOKEN_PATH_SNIPPET
 from skyward.plugins.builtin.mig import (
     MIG_PROFILES,
     mig_instances_per_gpu,
@@ -616,6 +617,7 @@ def test_huggingface_installs_the_libraries_and_sets_the_token(clean_logging: Pa
     assert image.pip == ("torch", "transformers", "datasets", "tokenizers", "huggingface_hub")
     assert HUGGINGFACE_PACKAGES == ("transformers", "datasets", "tokenizers", "huggingface_hub")
     assert image.env == {"A": "1", "HF_TOKEN": TOKEN}
+    assert image.shell_vars == {"HF_TOKEN_PATH": TOKEN_PATH_SNIPPET}
     assert image.pip_indexes == ()
 
 
@@ -624,20 +626,41 @@ def test_huggingface_login_op_exact_script_and_secret(clean_logging: Path) -> No
     assert op.name == "huggingface-login"
     assert op.secrets == (TOKEN,)
     assert op.script == LOGIN_SCRIPT == """\
-# skyward huggingface: log this node in to the Hugging Face Hub with $HF_TOKEN
-if [ -z "${HF_TOKEN:-}" ]; then
-  echo "skyward huggingface: HF_TOKEN is not set in the bootstrap environment; cannot log in to the Hub" >&2
+# skyward huggingface: store $HF_TOKEN for the Hub's tools at $HF_TOKEN_PATH (the node folder's)
+if [ -z "${HF_TOKEN:-}" ] || [ -z "${HF_TOKEN_PATH:-}" ]; then
+  echo "skyward huggingface: HF_TOKEN or HF_TOKEN_PATH is not set in the bootstrap environment" >&2
   exit 1
 fi
-if command -v hf >/dev/null 2>&1; then
-  hf auth login --token "$HF_TOKEN"
-elif command -v huggingface-cli >/dev/null 2>&1; then
-  huggingface-cli login --token "$HF_TOKEN"
-else
-  echo "skyward huggingface: neither hf nor huggingface-cli is on PATH; is huggingface_hub installed?" >&2
-  exit 1
-fi
+rm -f "$HF_TOKEN_PATH"
+(umask 077 && printf '%s' "$HF_TOKEN" > "$HF_TOKEN_PATH")
 """
+
+
+def test_huggingface_stores_the_token_in_the_node_folder_privately_and_nowhere_else(
+    clean_logging: Path, tmp_path: Path
+) -> None:
+    import asyncio
+    import stat
+
+    from skyward.bootstrap.prepare import prepare_node
+    from skyward.bootstrap.runner import LocalRunner
+    from skyward.extension.plugin import LaunchCommand
+    from skyward.providers.base import NodeSetup
+
+    plugin = sky.plugins.huggingface(token=TOKEN)
+    image = attrs.evolve(plugin.transform(sky.Image(), cluster()), pip=())  # the login, not the installs
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    setup = NodeSetup(image=image, ops=plugin.bootstrap(cluster()), launch=LaunchCommand(entrypoint="true"),
+                      emit=lambda event: None, bootstrap_timeout=240, secrets=(TOKEN,))
+    workdir = tmp_path / "node"
+    asyncio.run(prepare_node(LocalRunner(env=env), setup, node=0, workdir=str(workdir), python=None))
+    stored = workdir / "huggingface-token"
+    assert stored.read_text() == TOKEN
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600
+    assert f"export HF_TOKEN_PATH='{stored}'" in (workdir / "env.sh").read_text()
+    assert not (home / ".cache" / "huggingface").exists()
 
 
 def test_huggingface_token_never_shows(clean_logging: Path) -> None:
@@ -966,46 +989,29 @@ printf '%s %s env=%s\n' "$(basename "$0")" "$*" "${HF_TOKEN:+set}" >> "$FAKE_STA
 """
 
 
-@pytest.mark.parametrize(
-    ("tool", "expected"),
-    [
-        ("hf", "hf auth login --token {token} env=set"),
-        ("huggingface-cli", "huggingface-cli login --token {token} env=set"),
-    ],
-)
-def test_huggingface_script_logs_in_with_the_token_from_the_env(
-    tmp_path: Path, tool: str, expected: str
-) -> None:
-    state = tmp_path / "state"
-    state.mkdir()
-    fake_tool(tmp_path / "bin", tool, FAKE_HF)
-    result = run_script(LOGIN_SCRIPT, tmp_path, {"FAKE_STATE": str(state), "HF_TOKEN": TOKEN})
-    assert result.returncode == 0, result.stderr
-    assert (state / "calls").read_text() == expected.format(token=TOKEN) + "\n"
-
-
-def test_huggingface_script_prefers_hf_over_the_legacy_cli(tmp_path: Path) -> None:
+def test_huggingface_script_writes_the_token_file_with_no_command_holding_the_token(tmp_path: Path) -> None:
+    # The Hub's CLIs would take it as an argument (`--token`), in every user's `ps`: none may run.
     state = tmp_path / "state"
     state.mkdir()
     fake_tool(tmp_path / "bin", "hf", FAKE_HF)
     fake_tool(tmp_path / "bin", "huggingface-cli", FAKE_HF)
-    result = run_script(LOGIN_SCRIPT, tmp_path, {"FAKE_STATE": str(state), "HF_TOKEN": TOKEN})
+    stored = tmp_path / "node" / "huggingface-token"
+    stored.parent.mkdir()
+    env = {"FAKE_STATE": str(state), "HF_TOKEN": TOKEN, "HF_TOKEN_PATH": str(stored)}
+    result = run_script(LOGIN_SCRIPT, tmp_path, env)
     assert result.returncode == 0, result.stderr
-    assert (state / "calls").read_text() == f"hf auth login --token {TOKEN} env=set\n"
+    assert not (state / "calls").exists()
+    assert stored.read_text() == TOKEN
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600
 
 
 def test_huggingface_script_fails_clearly(tmp_path: Path) -> None:
     missing = run_script(LOGIN_SCRIPT, tmp_path, {})
     assert missing.returncode == 1
     assert missing.stderr == (
-        "skyward huggingface: HF_TOKEN is not set in the bootstrap environment; cannot log in to the Hub\n"
+        "skyward huggingface: HF_TOKEN or HF_TOKEN_PATH is not set in the bootstrap environment\n"
     )
-    no_cli = run_script(LOGIN_SCRIPT, tmp_path, {"HF_TOKEN": TOKEN})
-    assert no_cli.returncode == 1
-    assert no_cli.stderr == (
-        "skyward huggingface: neither hf nor huggingface-cli is on PATH; is huggingface_hub installed?\n"
-    )
-    assert TOKEN not in missing.stdout + missing.stderr + no_cli.stdout + no_cli.stderr
+    assert TOKEN not in missing.stdout + missing.stderr
 
 
 # -- on a real GPU -------------------------------------------------------------------------------------

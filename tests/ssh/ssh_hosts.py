@@ -236,7 +236,9 @@ def _check_fresh_path() -> None:
         )
 
 
-def start_hosts(folder: Path, count: int, *, fresh: bool = False, env: dict[str, str] | None = None) -> SSHHosts:
+def start_hosts(
+    folder: Path, count: int, *, fresh: bool = False, env: dict[str, str] | None = None
+) -> SSHHosts:
     """`count` hosts under `folder`. `fresh`: as a new cloud VM, no uv on the login's PATH nor in
     `~/.local/bin`, no pip or uv cache shared with this machine. `env` adds to the logins' environment."""
     if fresh:
@@ -270,7 +272,8 @@ def start_hosts(folder: Path, count: int, *, fresh: bool = False, env: dict[str,
 
 @contextlib.contextmanager
 def hosts_running(
-    folder: Path, count: int, *, leak_check: bool = False, fresh: bool = False, env: dict[str, str] | None = None
+    folder: Path, count: int, *, leak_check: bool = False, fresh: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Iterator[SSHHosts]:
     """`start_hosts`, for a fixture: the hosts are stopped when it ends, and with `leak_check` it
     fails first if a pool left workers running on them."""

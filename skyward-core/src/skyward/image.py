@@ -204,7 +204,9 @@ def _check_python(instance: Image, attribute: attrs.Attribute[str], value: str) 
         )
 
 
-def _check_packages(instance: Image, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+def _check_packages(
+    instance: Image, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]
+) -> None:
     """A package list holds packages: an entry that starts with `-` would be an option of uv or
     apt-get (an index to install from, a config file), which the bootstrap never passes on."""
     options = [item for item in value if item.strip().startswith("-")]

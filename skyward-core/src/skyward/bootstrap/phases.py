@@ -171,7 +171,8 @@ def apt_phase(packages: tuple[str, ...]) -> str:
     quoted = " ".join(shlex.quote(p) for p in packages)
     install = (
         # `--`: a package named like an option (`-o...`) is taken for a package, never an option.
-        f"$__sky_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -- {quoted}"
+        "$__sky_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+        f"-- {quoted}"
     )
     lines = (
         _APT_SUDO

@@ -110,7 +110,8 @@ async def prepare_node(
                     )
                 bytecode = await bundle if bundle is not None and not warm else None
                 transfer = asyncio.ensure_future(_upload(
-                    runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker, bytecode=bytecode
+                    runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker,
+                    bytecode=bytecode,
                 ))
                 try:
                     if resume or script.uploads_marker is None:  # a resumed run finds its files in place

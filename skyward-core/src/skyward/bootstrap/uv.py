@@ -69,6 +69,11 @@ def uv_phase(bootstrap_python: str, *, version: str = UV_VERSION) -> str:
         f'PIP_BREAK_SYSTEM_PACKAGES=1 {py} -m pip install -q --disable-pip-version-check '
         f'--no-warn-script-location --target "$U/{version}.partial" "uv=={version}"'
     )
+    shown = shlex.quote(f"pip install --target ~/.skyward/uv/{version} uv=={version}")
+    unreachable = (
+        f"skyward bootstrap: uv {version} could not be installed from the package index here; "
+        "asking the client for it"
+    )
     install = (
         'mkdir -p "$U"\n'
         'chmod 700 "$U" 2>/dev/null || true\n'
@@ -78,12 +83,11 @@ def uv_phase(bootstrap_python: str, *, version: str = UV_VERSION) -> str:
         "fi\n"
         f'if [ ! -x "$U/{version}/bin/uv" ]; then\n'
         f'  rm -rf "$U/{version}.partial" "$U/{version}"\n'
-        f"  if {py} -m pip --version >/dev/null 2>&1 && {{ __sky_cmd {shlex.quote(f'pip install --target ~/.skyward/uv/{version} uv=={version}')}; "
-        f"{pip}; }}; then\n"
+        f"  if {py} -m pip --version >/dev/null 2>&1 && {{ __sky_cmd {shown}; {pip}; }}; then\n"
         "    :\n"
         "  else\n"
         f'    rm -rf "$U/{version}.partial"\n'
-        f"    echo {shlex.quote(f'skyward bootstrap: uv {version} could not be installed from the package index here; asking the client for it')} >&2\n"
+        f"    echo {shlex.quote(unreachable)} >&2\n"
         + _indent(_indent(_ask_client(py, version)))
         + "  fi\n"
         f'  mv "$U/{version}.partial" "$U/{version}"\n'

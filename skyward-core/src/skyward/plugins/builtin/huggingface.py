@@ -2,17 +2,19 @@
 
 The image transform adds `transformers`, `datasets`, `tokenizers` and `huggingface_hub` to pip and,
 when there is a token, `HF_TOKEN` to the worker environment (which huggingface_hub reads on its
-own). A bootstrap op then logs the node in with the Hub CLI, `hf auth login --token "$HF_TOKEN"`
-(or the older `huggingface-cli login` where only that one is installed), so tools that read the
-stored token work too.
+own) and `HF_TOKEN_PATH` naming a file in the pool's node folder. A bootstrap op writes the token
+there, so tools that read the stored token (`hf auth whoami`, `get_token()`) find it too.
 
 The token is a credential, so it is handled as one:
 
 - the op's script refers to `$HF_TOKEN` and never contains the value; the op lists the token in
   `secrets`, which the bootstrap renderer masks in its output and events;
-- the value reaches a node in one place only: the node's environment file (`env.sh`, mode 600),
-  written by the bootstrap script the pool sends it. `sky.plan(...)` shows that line as
-  `export HF_TOKEN=***`, and the image's repr masks it too;
+- it is never a command's argument (`hf auth login --token` would show it to every user of the
+  node in `ps`): the shell's own `printf` writes it, mode 600;
+- the value reaches a node in two files of the node folder only, both mode 600 and both removed
+  with the folder when the pool ends: the environment file (`env.sh`) and the token file. Nothing
+  is left in `~/.cache/huggingface`. `sky.plan(...)` shows `export HF_TOKEN=***`, and the image's
+  repr masks it too;
 - the token is registered with `skyward.observe.logging.register_secret`, so it is written as `***` in
   every Skyward log line;
 - it lives only in the hooks' closures, so `repr(plugin)` cannot show it.
@@ -26,30 +28,29 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import attrs
+
 from skyward.bootstrap.ops import Op
 from skyward.errors import ConfigurationError
 from skyward.extension.plugin import Plugin
 from skyward.observe.logging import register_secret
 
-__all__ = ["HUGGINGFACE_PACKAGES", "LOGIN_SCRIPT", "huggingface"]
+__all__ = ["HUGGINGFACE_PACKAGES", "LOGIN_SCRIPT", "TOKEN_PATH_SNIPPET", "huggingface"]
 
 HUGGINGFACE_PACKAGES: tuple[str, ...] = ("transformers", "datasets", "tokenizers", "huggingface_hub")
 
+#: Where the token file goes: the node folder, which the pool removes when it ends.
+TOKEN_PATH_SNIPPET = 'printf "%s" "$SKYWARD_WORKDIR/huggingface-token"'
+
 #: The login op; it reads the token from the environment the image gives the bootstrap.
 LOGIN_SCRIPT = """\
-# skyward huggingface: log this node in to the Hugging Face Hub with $HF_TOKEN
-if [ -z "${HF_TOKEN:-}" ]; then
-  echo "skyward huggingface: HF_TOKEN is not set in the bootstrap environment; cannot log in to the Hub" >&2
+# skyward huggingface: store $HF_TOKEN for the Hub's tools at $HF_TOKEN_PATH (the node folder's)
+if [ -z "${HF_TOKEN:-}" ] || [ -z "${HF_TOKEN_PATH:-}" ]; then
+  echo "skyward huggingface: HF_TOKEN or HF_TOKEN_PATH is not set in the bootstrap environment" >&2
   exit 1
 fi
-if command -v hf >/dev/null 2>&1; then
-  hf auth login --token "$HF_TOKEN"
-elif command -v huggingface-cli >/dev/null 2>&1; then
-  huggingface-cli login --token "$HF_TOKEN"
-else
-  echo "skyward huggingface: neither hf nor huggingface-cli is on PATH; is huggingface_hub installed?" >&2
-  exit 1
-fi
+rm -f "$HF_TOKEN_PATH"
+(umask 077 && printf '%s' "$HF_TOKEN" > "$HF_TOKEN_PATH")
 """
 
 
@@ -84,7 +85,8 @@ def huggingface(*, token: str | None = None) -> Plugin:
         if secret is None:
             return image
         register_secret(secret)  # again, in case logging was reset since the factory ran
-        return image.with_env(HF_TOKEN=secret)
+        image = image.with_env(HF_TOKEN=secret)
+        return attrs.evolve(image, shell_vars={**image.shell_vars, "HF_TOKEN_PATH": TOKEN_PATH_SNIPPET})
 
     plugin = Plugin.create("huggingface").with_image_transform(transform)
     if secret is None:
