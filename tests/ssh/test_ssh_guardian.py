@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ssh_hosts import SSHHosts, SSHServer, processes_of, start_hosts, wait_until
@@ -287,3 +288,62 @@ def test_a_pool_back_on_its_node_as_the_lease_ends_starts_after_the_end_and_stay
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         old_worker.wait(10)
+
+
+def test_a_node_whose_guardian_cannot_start_is_not_used(ssh_hosts: SSHHosts, monkeypatch: Any) -> None:
+    # A machine where the guardian's start fails (here its start line is replaced by one that
+    # answers nonsense): nothing would end that node's worker if the client died, so the pool
+    # does not start on it, and says why.
+    from ssh_hosts import ssh_pool
+
+    import skyward.guardian as guardian_module
+
+    monkeypatch.setattr(guardian_module, "start_command", lambda *a, **k: "cat >/dev/null; echo nope")
+    with pytest.raises(Exception, match="guardian could not start") as caught:
+        with ssh_pool(ssh_hosts, servers=[0]):
+            pass
+    assert "node 0" in str(caught.value)
+
+
+def test_a_renewer_killed_under_a_live_connection_is_opened_again(ssh_hosts: SSHHosts) -> None:
+    import asyncio
+
+    from skyward.guardian import release_command
+    from skyward.transport.ssh import connect
+    from skyward.transport.ssh_lease import guard
+
+    server = ssh_hosts.servers[0]
+    folder = f"{server.home}/renewer-reopen"
+
+    def renewers() -> set[int]:
+        return {int(p.name[len("renew-"):-len(".live")]) for p in Path(folder).glob("renew-*.live")}
+
+    async def run() -> tuple[set[int], set[int], int]:
+        conn = await connect(server.address, server.port, server.user,
+                             key_file=ssh_hosts.key_file, known_hosts=ssh_hosts.known_hosts)
+        try:
+            renewal = await guard(conn, folder, ttl=4, initial=60, end_command=None,
+                                  pythons=(sys.executable,))
+            assert renewal is not None
+            for _ in range(100):
+                if renewers():
+                    break
+                await asyncio.sleep(0.05)
+            first = renewers()
+            for pid in first:
+                os.kill(pid, signal.SIGKILL)
+            for _ in range(200):
+                if renewers() - first and renewal.reopened:
+                    break
+                await asyncio.sleep(0.05)
+            after, reopened = renewers(), renewal.reopened
+            renewal.close()
+            await conn.run(release_command(folder), check=False)
+            return first, after, reopened
+        finally:
+            conn.close()
+
+    first, after, reopened = asyncio.run(run())
+    assert first, "no renewer ran"
+    assert reopened == 1
+    assert after and not (after & first)

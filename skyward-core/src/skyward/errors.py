@@ -131,3 +131,7 @@ class BarrierBrokenError(SkywardError, RuntimeError):
 
 class QueueEmptyError(SkywardError, queue.Empty):
     """`sky.queue(name).get(timeout=...)` found no item in time (also a `queue.Empty`)."""
+
+class GuardianError(SkywardError, RuntimeError):
+    """A node's guardian could not start, so the node is not used: nothing would end its worker or
+    its machine if the client died (see docs/cost-safety.md). The message names the node and why."""

@@ -205,7 +205,7 @@ class RemoteNodes:
                 await conn.run(kill_command(stale), check=False)
             script = self._scripts.get(node)
             if script is not None and await _exists(conn, f"{workdir}/env.sh"):
-                await self._guard(node, conn, cluster, setup, workdir)
+                await self._guard(node, conn, cluster, setup, workdir, required=True)
             else:
                 # The guardian starts while the bootstrap looks for a warm environment and uploads;
                 # its script runs once the node's shell holds the guardian's start (`sent`).
@@ -219,7 +219,8 @@ class RemoteNodes:
                         await guarded
                 self._scripts[node] = script
                 conn = self._conns[node]  # a new one when the bootstrap had to reconnect
-                await self._guard(node, conn, cluster, setup, workdir)  # with the venv's Python if need be
+                # With the venv's Python if need be; now a node without a guardian is not used.
+                await self._guard(node, conn, cluster, setup, workdir, required=True)
         self._launches += 1
         pid_file = f"{workdir}/worker-{self._launches}.pid"
         command = worker_command(script.launch_line(setup.launch), pid_file=pid_file, cwd=workdir)
@@ -230,9 +231,16 @@ class RemoteNodes:
 
     async def _guard(
         self, node: int, conn: Connection, cluster: Cluster, setup: NodeSetup, workdir: str,
-        sent: asyncio.Future[None] | None = None,
+        sent: asyncio.Future[None] | None = None, *, required: bool = False,
     ) -> None:
-        """Start the node's guardian unless it runs, and renew its lease on `conn`."""
+        """Start the node's guardian unless it runs, and renew its lease on `conn`.
+
+        `required`: the start that comes before the worker's. A node whose guardian cannot start
+        is not used (`GuardianError`): nothing would end its worker, or its machine, if this
+        client died, and on a cloud the machine's boot guardian, never renewed, would end the
+        machine under a live pool when its first lease lapsed. The start during the bootstrap
+        is not required: the machine may have no Python yet, and the start after it retries.
+        """
         renewal = self._renewals.get(node)
         if renewal is not None and renewal.conn is conn and renewal.open_now:
             return
@@ -246,12 +254,16 @@ class RemoteNodes:
                 conn, workdir, ttl=ttl, initial=initial_lease(setup.bootstrap_timeout, ttl),
                 end_command=setup.end_command, pythons=pythons, sent=sent,
             )
-        except Exception as exc:  # noqa: BLE001 - the pool still runs; reported
+        except Exception as exc:  # noqa: BLE001 - reported; the required start fails the node
             self._log.warning("skyward.guardian_failed", node=node, error=str(exc))
+            if required:
+                raise _unguarded(node, f"{type(exc).__name__}: {exc}") from exc
             return
         if renewal is not None:
             self._guards[node] = (workdir, pythons, ttl)
             self._set_renewal(node, renewal)
+        elif required:
+            raise _unguarded(node, "no Python on the machine could run it, even after the bootstrap")
 
     async def _renew(self, node: int, conn: Connection) -> None:
         from skyward.guardian import renew_command, renew_interval
@@ -380,6 +392,16 @@ class RemoteNodes:
         for conn in conns:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.wait_closed(), 5)
+
+
+def _unguarded(node: int, why: str) -> Exception:
+    from skyward.errors import GuardianError
+
+    return GuardianError(
+        f"node {node}: its guardian could not start ({why}); the node is not used, since nothing "
+        "would end it if this client died. Check that the machine has python3 and a writable home "
+        "folder, then start the pool again."
+    )
 
 
 async def _exists(conn: Connection, path: str) -> bool:

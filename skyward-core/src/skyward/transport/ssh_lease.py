@@ -25,10 +25,17 @@ START_TIMEOUT = 30.0
 #: How much longer a start may take that found a guardian in the folder: one ending its lease
 #: answers once it has ended (its grace, the pool's exit scripts and the machine's end command).
 ENDING_TIMEOUT = 300.0
+#: The first pause before a dead renew channel is opened again (doubling while it fails).
+REOPEN_PAUSE = 0.5
 
 
 class LeaseRenewal:
-    """One renew channel: a byte every `interval` seconds until `close()` or the connection ends."""
+    """One renew channel: a byte every `interval` seconds until `close()` or the connection ends.
+
+    A channel that dies while its connection lives (the node's renewer process killed, the server
+    closing the session) is opened again, after a pause that doubles up to `interval`: a lease
+    left unrenewed on a live pool would have its guardian end the pool's worker, or its machine.
+    """
 
     def __init__(self, conn: Connection, command: str, interval: float) -> None:
         self.conn = conn
@@ -36,25 +43,48 @@ class LeaseRenewal:
         self._interval = interval
         self._chan: Any = None
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        #: How many times a dead channel was opened again (for the logs and the tests).
+        self.reopened = 0
 
     async def open(self) -> LeaseRenewal:
-        session = asyncssh.SSHClientSession
-        self._chan, _ = await self.conn.create_session(session, self._command, encoding=None)
+        await self._open_channel()
         self._task = asyncio.get_running_loop().create_task(self._renew())
         return self
+
+    async def _open_channel(self) -> None:
+        session = asyncssh.SSHClientSession
+        self._chan, _ = await self.conn.create_session(session, self._command, encoding=None)
 
     @property
     def open_now(self) -> bool:
         return self._task is not None and not self._task.done() and not self.conn.is_closed()
 
     async def _renew(self) -> None:
-        with contextlib.suppress(OSError, asyncssh.Error):
-            while not self._chan.is_closing():
-                self._chan.write(b".")
-                await asyncio.sleep(self._interval)
+        pause = REOPEN_PAUSE
+        while True:
+            with contextlib.suppress(OSError, asyncssh.Error):
+                while not self._chan.is_closing():
+                    self._chan.write(b".")
+                    await asyncio.sleep(self._interval)
+            if self._closed or self.conn.is_closed():
+                return
+            structlog.get_logger().warning("skyward.guardian_renewer_lost", reopen_in=pause)
+            await asyncio.sleep(pause)
+            if self._closed or self.conn.is_closed():
+                return
+            try:
+                await self._open_channel()
+            except (OSError, asyncssh.Error) as exc:
+                structlog.get_logger().warning("skyward.guardian_renewer_reopen_failed", error=str(exc))
+                pause = min(pause * 2, max(self._interval, REOPEN_PAUSE))
+            else:
+                self.reopened += 1
+                pause = REOPEN_PAUSE
 
     def close(self) -> None:
         """Stop renewing and close the channel (the guardian then counts down its ttl)."""
+        self._closed = True
         if self._task is not None:
             self._task.cancel()
         if self._chan is not None:
