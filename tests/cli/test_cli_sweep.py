@@ -177,10 +177,10 @@ def test_down_needs_pools_or_expired_or_all(aws_sky: Sky, ec2: Any) -> None:
     assert "--expired" in done.stderr
 
 
-def test_a_provider_without_credentials_is_skipped_and_said_so(sky: Sky) -> None:
+def test_a_provider_without_credentials_is_skipped_and_said_so_on_stderr(sky: Sky) -> None:
     done = sky("ls", "--provider", "aws")
     assert done.returncode == 0, done.stderr
-    assert "AWS: skipped, no credentials found" in done.stdout
+    assert "AWS: skipped, no credentials found" in done.stderr and done.stdout == ""
     assert sky.json("ls", "--provider", "aws")["skipped"][0]["provider"] == "AWS"
 
 

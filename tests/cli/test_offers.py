@@ -132,7 +132,7 @@ def test_with_no_provider_to_ask_the_command_fails_saying_why(sky: Sky) -> None:
     done = sky("offers", "--accelerator", "A100")
     assert done.returncode == 1 and no_traceback(done)
     assert "no provider could list offers" in done.stderr
-    assert "runpod: skipped, no credentials found" in done.stdout
+    assert "runpod: skipped, no credentials found" in done.stderr
 
 
 def test_offers_are_refreshed_by_age_only(sky: Sky, vast: Any) -> None:

@@ -7,7 +7,9 @@ provider or plugin adds subcommands by answering the `skyward_cli_commands` hook
 on click and adds its own layer; cyclopts changed major versions three times in two years). It is
 a small pure-Python dependency, and its nested groups give the original Skyward CLI's spellings
 (`sky providers list`, `sky config validate`) beside the short forms (`sky providers`,
-`sky config`) with no extra machinery. Tables are drawn with rich, already a dependency.
+`sky config`) with no extra machinery. Tables are drawn with rich, already a dependency, on a
+terminal, and as plain lines (a header, then one whole record per line) anywhere else: every
+command prints them through `skyward.cli.output`.
 
 Exit codes scripts can rely on:
 

@@ -20,7 +20,17 @@ from typing import Any
 import click
 from rich.text import Text
 
-from skyward.cli.output import console, emit_json, json_option, table
+from skyward.cli.output import (
+    Table,
+    console,
+    draw,
+    emit_json,
+    json_option,
+    note,
+    rich_table,
+    stdout_is_terminal,
+    table,
+)
 from skyward.cli.server import url_option
 from skyward.client import server_home as home
 from skyward.client.server_api import Client
@@ -134,7 +144,8 @@ def create(name: str, provider: str | None, nodes: int | None, accelerator: str 
         raise click.ClickException(f"pool {name!r} is still {described['state']} after {timeout:.0f}s")
 
 
-def _show(pools: list[dict[str, Any]]) -> None:
+def _pools_table(pools: list[dict[str, Any]]) -> Table:
+    """One pool a row; its name (column 0) is what every other command takes, never folded."""
     styles = {"ready": "green", "failed": "red", "starting": "yellow", "stopping": "yellow"}
     rows = []
     for pool in pools:
@@ -142,8 +153,12 @@ def _show(pools: list[dict[str, Any]]) -> None:
         idle = datetime.timedelta(seconds=int(max(time.time() - pool["last_used"], 0)))
         rows.append((pool["name"], state, pool["provider"], pool["nodes"], pool["accelerator"] or "",
                      pool["running"], str(idle), pool["error"] or ""))
-    console().print(table("Pools", ("name", "state", "provider", "nodes", "accelerator", "running",
-                                    "idle", "error"), rows))
+    return table("Pools", ("name", "state", "provider", "nodes", "accelerator", "running", "idle", "error"),
+                 rows, whole=(0,))
+
+
+def _show(pools: list[dict[str, Any]]) -> None:
+    draw(_pools_table(pools))
 
 
 @compute.command("list")
@@ -157,7 +172,7 @@ def list_(url: str | None, as_json: bool) -> None:
     elif pools:
         _show(pools)
     else:
-        click.echo("The server holds no pool; create one with `sky compute create NAME`.")
+        note("The server holds no pool; create one with `sky compute create NAME`.")
 
 
 @compute.command("get")
@@ -273,7 +288,7 @@ def download(name: str, source: str, destination: Path, node: str, url: str | No
         click.echo(f"{len(written)} path(s) under {written[0] if written else destination}")
 
 
-def _view_tables(view: dict[str, Any]) -> list[Any]:
+def _view_tables(view: dict[str, Any]) -> list[Table]:
     """The pool, a table of each node's latest metrics, and its last events."""
     from skyward.cli.log import event_summary, utc_time
 
@@ -290,6 +305,21 @@ def _view_tables(view: dict[str, Any]) -> list[Any]:
     return drawn
 
 
+def _print_views(client: Client, name: str, once: bool, interval: float) -> None:
+    """Snapshots printed one after the other (an empty line between two), until Ctrl-C: what a
+    pipe or a file gets instead of rich's live display, which redraws a terminal in place."""
+    try:
+        while True:
+            snapshot = client.view(name)
+            draw(_pools_table([snapshot["pool"]]), *_view_tables(snapshot))
+            if once:
+                return
+            click.echo()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return
+
+
 @compute.command("view")
 @click.argument("name")
 @click.option("--once", is_flag=True, help="Print one snapshot and exit (else refresh until Ctrl-C).")
@@ -300,7 +330,8 @@ def _view_tables(view: dict[str, Any]) -> list[Any]:
 def view(name: str, once: bool, interval: float, url: str | None, as_json: bool) -> None:
     """Watch the pool NAME live: its state, each node's latest metrics, its last events.
 
-    With --json, one JSON document per refresh (one only with --once).
+    With --json, one JSON document per refresh (one only with --once); piped, the plain tables
+    of each refresh, an empty line between two.
     """
     from rich.console import Group
     from rich.live import Live
@@ -312,18 +343,15 @@ def view(name: str, once: bool, interval: float, url: str | None, as_json: bool)
             if once:
                 return
             time.sleep(interval)
-    if once:
-        snapshot = client.view(name)
-        _show([snapshot["pool"]])
-        for drawn in _view_tables(snapshot):
-            console().print(drawn)
+    if once or not stdout_is_terminal():
+        _print_views(client, name, once, interval)
         return
 
     def frame() -> Any:
         snapshot = client.view(name)
         pool = snapshot["pool"]
         head = Text(f"{pool['name']}: {pool['state']}, {pool['nodes']} node(s), {pool['running']} running")
-        return Group(head, *_view_tables(snapshot))
+        return Group(head, *(rich_table(drawn) for drawn in _view_tables(snapshot)))
 
     with Live(frame(), console=console(), refresh_per_second=4) as live:
         try:

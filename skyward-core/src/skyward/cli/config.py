@@ -16,7 +16,7 @@ from typing import Any
 import click
 from rich.text import Text
 
-from skyward.cli.output import console, emit_json, json_option, table
+from skyward.cli.output import Table, draw, emit_json, json_option, table
 from skyward.config import (
     CONFIG_ENV,
     CONFIG_FILENAME,
@@ -80,25 +80,25 @@ def show(path: Path | None, as_json: bool) -> None:
     if as_json:
         emit_json(data)
     else:
-        out = console()
         files = data["files"]
         user = files["user_defaults"] + ("" if files["user_defaults_exists"] else " (none)")
-        out.print(table("Files", ("file", "path"), [
+        drawn: list[Table | Text] = [table("Files", ("file", "path"), [
             (CONFIG_FILENAME, files["project"] or f"none found (set {CONFIG_ENV} or create one)"),
             ("defaults.toml", user),
-        ]))
+        ])]
         if config.providers:
-            out.print(table("Providers", ("provider", "key", "value"), [
+            drawn.append(table("Providers", ("provider", "key", "value"), [
                 (name, key, repr(value) if isinstance(value, str) else value)
                 for name, fields in config.providers.items() for key, value in _flatten(fields)
             ]))
         if config.pools:
-            out.print(table("Pools (with [defaults] applied)", ("pool", "key", "value"), [
+            drawn.append(table("Pools (with [defaults] applied)", ("pool", "key", "value"), [
                 (name, key, repr(value) if isinstance(value, str) else value)
                 for name in config.pools for key, value in _flatten(config.table(name))
             ]))
         if not data["problems"]:
-            out.print(Text("valid", style="green"))
+            drawn.append(Text("valid", style="green"))
+        draw(*drawn)
     _fail_on(data["problems"])
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import click
 from rich.text import Text
 
-from skyward.cli.output import console, emit_json, json_option, table
+from skyward.cli.output import draw, emit_json, json_option, note, table
 from skyward.market.api import catalog
 from skyward.market.offer import Offer
 from skyward.market.query import ORDERS, OfferQuery
@@ -94,7 +94,7 @@ def _ago(seconds: float | None) -> str:
 
 
 def _status_line(status: SourceStatus, now: float) -> tuple[str, bool]:
-    """One line per provider, and whether it goes to stderr (a failure) or stdout."""
+    """One line per provider, and whether it is a problem (then it starts `warning:`)."""
     age = _ago(status.age(now))
     if status.state == "skipped":
         return f"{status.provider}: skipped, {status.error}", False
@@ -107,10 +107,11 @@ def _status_line(status: SourceStatus, now: float) -> tuple[str, bool]:
 
 
 def _notes(query: OfferQuery) -> None:
+    """Each provider's state, on stderr, so that piped stdout holds the offers only."""
     now = time.time()
     for status in query.status:
         line, problem = _status_line(status, now)
-        click.echo(("warning: " if problem else "") + line, err=problem)
+        note(("warning: " if problem else "") + line)
 
 
 def _answered(query: OfferQuery) -> None:
@@ -135,19 +136,17 @@ def show(params: dict[str, Any], refresh: bool | None = None) -> None:
         emit_json({"offers": [o.as_json() for o in offers], "providers": [s.as_json() for s in query.status]})
     else:
         if offers:
-            drawn = table(
+            draw(table(
                 "Offers (USD per machine-hour)",
                 ("provider", "instance type", "accelerator", "GB each", "vCPUs", "RAM GB", "region",
                  "spot", "on-demand"),
                 [(o.provider, o.instance_type, _card(o), _number(o.accelerator_memory_gb), _number(o.vcpus),
                   _number(o.memory_gb), o.region or "-", _money(o.spot_price), _money(o.on_demand_price))
                  for o in offers],
-            )
-            for column in (0, 1, 2, 5, 6, 7, 8):  # read, and copied into a spec, as they are
-                drawn.columns[column].no_wrap = True
-            console().print(drawn)
+                whole=(0, 1, 2, 5, 6, 7, 8),  # read, and copied into a spec, as they are
+            ))
         else:
-            click.echo("No offer matches.")
+            note("No offer matches.")
         _notes(query)
     _answered(query)
 
@@ -201,7 +200,7 @@ def fetch(as_json: bool, provider: str | None) -> None:
         for s in query.status:
             style = {"fresh": "green", "stale": "red", "failed": "red", "skipped": "dim"}.get(s.state, "")
             rows.append((s.provider, Text(s.state, style=style), s.offers, _ago(s.age(now)), s.error or ""))
-        console().print(table("Offer catalog", ("provider", "state", "offers", "fetched", "error"), rows))
+        draw(table("Offer catalog", ("provider", "state", "offers", "fetched", "error"), rows))
     failed = [s.provider for s in query.status if s.state in ("stale", "failed")]
     _answered(query)
     if failed:
@@ -220,13 +219,13 @@ def summary(params: dict[str, Any]) -> None:
                    "providers": [s.as_json() for s in query.status]})
     else:
         if groups:
-            console().print(table(
+            draw(table(
                 "Offers by accelerator", ("accelerator", "offers", "cheapest $/h", "by provider (cheapest)"),
                 [(g.accelerator or "(none)", g.offers, _money(g.cheapest),
                   ", ".join(f"{p.provider} {_money(p.cheapest)} ({p.offers})" for p in g.providers))
                  for g in groups],
             ))
         else:
-            click.echo("No offer matches.")
+            note("No offer matches.")
         _notes(query)
     _answered(query)

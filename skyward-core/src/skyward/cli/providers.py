@@ -18,7 +18,7 @@ import attrs
 import click
 from rich.text import Text
 
-from skyward.cli.output import console, emit_json, json_option, table
+from skyward.cli.output import draw, emit_json, json_option, table
 from skyward.errors import MissingPackageError
 from skyward.extension import registry
 
@@ -125,18 +125,19 @@ def show(as_json: bool, check: bool) -> None:
     if as_json:
         emit_json(data)
     else:
-        out = console()
-        out.print(table(
-            "Providers", ("provider", "type", "from", "credentials", "where / how to install"),
-            [(r["name"], r["type"], r["distribution"], _state(r), _where(r)) for r in data["providers"]],
-        ))
-        out.print(table(
-            "Plugins", ("plugin", "from", "state"),
-            [
-                (r["name"], r["distribution"], "installed" if r["installed"] else _install(r))
-                for r in data["plugins"]
-            ],
-        ))
+        draw(
+            table(
+                "Providers", ("provider", "type", "from", "credentials", "where / how to install"),
+                [(r["name"], r["type"], r["distribution"], _state(r), _where(r)) for r in data["providers"]],
+            ),
+            table(
+                "Plugins", ("plugin", "from", "state"),
+                [
+                    (r["name"], r["distribution"], "installed" if r["installed"] else _install(r))
+                    for r in data["plugins"]
+                ],
+            ),
+        )
     if refused:
         raise click.ClickException(f"credentials refused by: {', '.join(refused)}; see the where column")
 

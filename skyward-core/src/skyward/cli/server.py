@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from skyward.cli.output import console, emit_json, json_option, table
+from skyward.cli.output import draw, emit_json, json_option, table
 from skyward.client import server_home as home
 
 #: The port `sky server start` listens on unless told otherwise (`--port 0`: any free port).
@@ -85,4 +85,4 @@ def status(url: str | None, as_json: bool) -> None:
     idle = "never" if info.get("idle_timeout") is None else f"{info['idle_timeout']:g}s"
     rows = [("url", info["url"]), ("pid", info["pid"]), ("version", info["version"]),
             ("started", started), ("pools", info["pools"]), ("idle timeout", idle)]
-    console().print(table("Skyward server", ("field", "value"), rows))
+    draw(table("Skyward server", ("field", "value"), rows))

@@ -14,13 +14,12 @@ from __future__ import annotations
 import datetime
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 import click
 from rich.text import Text
 
-from skyward.cli.output import console, emit_json, json_option, table
+from skyward.cli.output import Table, draw, emit_json, json_option, note, table
 from skyward.extension import registry
 from skyward.observe.logging import configure_logging
 from skyward.providers.sweep import Ended, Machine, Sweeper, utc_now
@@ -136,22 +135,23 @@ def _lease(machine: Machine, now: datetime.datetime) -> Text:
     return Text(f"lapsed {_span(-left)} ago", style="red") if left <= 0 else Text(f"{_span(left)} left")
 
 
-def _machines_table(title: str, machines: Sequence[Machine], now: datetime.datetime) -> Any:
-    drawn = table(
+def _machines_table(title: str, machines: Sequence[Machine], now: datetime.datetime) -> Table:
+    """One machine a row; the id (column 3) is copied into a console or a script, never folded."""
+    return table(
         title, ("pool", "node", "where", "id", "type", "state", "age", "$/hour", "spent", "lease"),
         [
             (m.pool, "?" if m.node is None else m.node, f"{m.provider} {m.region}", m.id, m.instance_type,
              m.state, _age(m, now), _money(m.hourly_price, 4), _money(m.spent(now)), _lease(m, now))
             for m in sorted(machines, key=lambda m: (m.provider, m.pool, -1 if m.node is None else m.node))
         ],
+        whole=(3,),
     )
-    drawn.columns[3].no_wrap = True  # the id, as it is copied into a console or a script
-    return drawn
 
 
 def _notes(found: Found) -> None:
+    """On stderr, so that piped stdout holds the machines only."""
     for row in found.skipped:
-        click.echo(f"{row['provider']}: skipped, {row['reason']}")
+        note(f"{row['provider']}: skipped, {row['reason']}")
     for row in found.errors:
         click.echo(f"Error: {row['provider']}: {row['error']}", err=True)
 
@@ -178,9 +178,9 @@ def ls(as_json: bool, provider: str | None, region: str | None) -> None:
         })
     else:
         if machines:
-            console().print(_machines_table("Skyward machines", machines, now))
+            draw(_machines_table("Skyward machines", machines, now))
         else:
-            click.echo("No Skyward machine found.")
+            note("No Skyward machine found.")
         _notes(found)
     if found.errors:
         raise click.ClickException("some providers could not be listed (see above)")
@@ -218,10 +218,10 @@ def down(
     selected = [m for _, chosen, _ in plan for m in chosen]
     if not as_json:
         if selected:
-            console().print(_machines_table("To end", selected, now))
+            draw(_machines_table("To end", selected, now))
         else:
             what = "of " + ", ".join(pools) if pools else "expired" if expired else "at all"
-            click.echo(f"No Skyward machine {what} found" + (
+            note(f"No Skyward machine {what} found" + (
                 "; looking for what those pools left beside machines." if pools else "."
             ))
         _notes(found)
@@ -257,8 +257,8 @@ def down(
         rows += [(i.provider, i.pool, i.kind, i.id, Text(f"not ended: {i.error}", style="red"))
                  for i in failed]
         if rows:
-            console().print(table("Ended", ("provider", "pool", "what", "id", "result"), rows))
+            draw(table("Ended", ("provider", "pool", "what", "id", "result"), rows, whole=(3,)))
         else:
-            click.echo("Nothing was left to end.")
+            note("Nothing was left to end.")
     if failed or found.errors:
         raise click.ClickException(f"{len(failed)} thing(s) could not be ended; see the result column")

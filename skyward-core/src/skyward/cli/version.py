@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from skyward.cli.output import console, emit_json, json_option, table
+from skyward.cli.output import draw, emit_json, json_option, table
 from skyward.extension.registry import CORE_DISTRIBUTION, ENTRY_POINT_GROUP
 
 
@@ -54,4 +54,4 @@ def version(as_json: bool) -> None:
     python = data["python"]
     rows = [(d["name"], d["version"]) for d in data["distributions"]]
     rows.append((f"Python ({python['implementation']})", python["version"]))
-    console().print(table(None, ("distribution", "version"), rows))
+    draw(table(None, ("distribution", "version"), rows))
