@@ -332,10 +332,10 @@ class RemoteNodes:
         pools_dir = posixpath.dirname(pool_dir)
         parents = " ".join(q(p) for p in (pool_dir, pools_dir, posixpath.dirname(pools_dir)))
         from skyward.guardian import release_command
+        from skyward.transport.ssh_commands import kill_recorded
 
         command = release_command(workdir) + "; " + (
-            f'for f in {q(workdir)}/worker-*.pid; do [ -f "$f" ] || continue; p=$(cat "$f"); '
-            f'[ -n "$p" ] && {{ kill -9 -- -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }}; done; '
+            f'for f in {q(workdir)}/worker-*.pid; do {kill_recorded(chr(34) + "$f" + chr(34))}; done; '
         )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(conn.run(command + "true", check=False), 60)

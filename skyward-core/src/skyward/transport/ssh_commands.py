@@ -111,7 +111,7 @@ class SSHRunner:
         inner = f"echo {PID_MARK}$$ >&2; exec /bin/sh -c {shlex.quote(command)}"
         if self.pid_file:
             folder = shlex.quote(self.pid_file.rsplit("/", 1)[0] or "/")
-            inner = f"mkdir -p {folder} && echo $$ > {shlex.quote(self.pid_file)}; {inner}"
+            inner = f"mkdir -p {folder} && {record_pid(self.pid_file)}; {inner}"
         session = _CommandSession(on_line or (lambda stream, line: None))
         try:
             chan, _ = await self.conn.create_session(
@@ -189,24 +189,43 @@ def _describe(conn: Connection) -> str:
 # -- the worker's command lines --------------------------------------------------------------------------
 
 
+def record_pid(pid_file: str) -> str:
+    """sh: write "<pid> <start>" of this shell into `pid_file`: its pid and when it started (clock
+    ticks since boot, field 22 of /proc/<pid>/stat), which tells it from a later process that
+    reuses the number (`kill_recorded`). In a subshell, so the caller's `$@` is left alone (`$$` is
+    still the calling shell's); without /proc the start is left out and only the pid is written."""
+    return (
+        "(read -r __l < /proc/$$/stat 2>/dev/null; set -- ${__l##*) }; "
+        f'echo "$$ ${{20:-}}") > {shlex.quote(pid_file)}'
+    )
+
+
+def kill_recorded(ref: str) -> str:
+    """sh: kill the process group a pid file records (`record_pid`) and the pid itself, then drop
+    the file. `ref` is the file as a shell word (quoted, or `"$f"`). A process that runs under that
+    pid but started at another time is another program that took the number after ours ended: it
+    is left alone (only the file goes). Where the pid runs no process, its group is still killed:
+    Linux gives no new process a number that a live process group holds."""
+    return (
+        f'if [ -f {ref} ]; then __r=$(cat {ref}); __p=${{__r%% *}}; __s=${{__r#* }}; '
+        '[ "$__s" = "$__r" ] && __s=""; '
+        'if [ -n "$__p" ] && { [ -z "$__s" ] || [ ! -e "/proc/$__p" ] || '
+        '{ read -r __l < "/proc/$__p/stat" && [ "$(set -- ${__l##*) }; echo "${20:-}")" = "$__s" ]; }; }; '
+        'then kill -9 -- -"$__p" 2>/dev/null; kill -9 "$__p" 2>/dev/null; fi; '
+        f"rm -f {ref}; fi"
+    )
+
+
 def worker_command(launch_line: str, *, pid_file: str, cwd: str) -> str:
     """The exec request that starts a worker: record its pid (= its process group: sshd made the
     shell a session leader, and `exec` keeps the pid) in `pid_file` and on stderr, then exec the
     launch line. Wrapped in /bin/sh so the user's login shell may be any shell."""
-    script = (
-        f"cd {shlex.quote(cwd)} && echo $$ > {shlex.quote(pid_file)} && echo $$ >&2 && {launch_line}"
-    )
+    script = f"cd {shlex.quote(cwd)} && {record_pid(pid_file)} && echo $$ >&2 && {launch_line}"
     return f"exec /bin/sh -c {shlex.quote(script)}"
 
 
 def kill_command(pid_files: list[str] | str) -> str:
-    """Kill the process group recorded in each pid file (and the pid itself), then drop the files."""
+    """Kill the process group recorded in each pid file (and the pid itself), then drop the files;
+    a pid some other process took since is left alone (`kill_recorded`)."""
     files = [pid_files] if isinstance(pid_files, str) else pid_files
-    parts = []
-    for file in files:
-        q = shlex.quote(file)
-        parts.append(
-            f'if [ -f {q} ]; then p=$(cat {q}); [ -n "$p" ] && {{ kill -9 -- -"$p" 2>/dev/null; '
-            f'kill -9 "$p" 2>/dev/null; }}; rm -f {q}; fi'
-        )
-    return "; ".join(parts) + "; true"
+    return "; ".join(kill_recorded(shlex.quote(file)) for file in files) + "; true"
