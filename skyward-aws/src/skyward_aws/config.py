@@ -22,7 +22,7 @@ from skyward.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus
+    from skyward.providers.credentials import CredentialStatus, MissingCredential
     from skyward.spec import Spec
     from skyward.storage import Storage
     from skyward_aws.offers import AWSOffers
@@ -209,6 +209,34 @@ class AWS:
 
         return AWSOffers(type(self).credentials, region=self.region, profile=self.profile,
                          endpoint_url=self.endpoint_url)
+
+    def missing_credentials(self) -> MissingCredential | None:
+        """What this config lacks to start, for a pool with several specs to skip it: None when
+        boto3's credential chain finds credentials for `profile` (variables, profiles, SSO, and,
+        unlike `credentials()`, container and instance roles, which ask the metadata service:
+        this runs when a pool starts, where a machine with a role must not be skipped), else
+        what to set. Nothing is asked of AWS itself."""
+        import botocore.exceptions
+        import botocore.session
+
+        from skyward.providers.credentials import MissingCredential
+
+        try:
+            found = botocore.session.Session(profile=self.profile).get_credentials()
+        except botocore.exceptions.BotoCoreError as error:
+            named = f"AWS profile {self.profile!r}" if self.profile else "AWS credentials"
+            return MissingCredential(
+                provider="AWS", credential=named, looked=str(error),
+                fix=f"{error}; add it with `aws configure --profile ...` or pass another AWS(profile=...)",
+            )
+        if found is not None:
+            return None
+        return MissingCredential(
+            provider="AWS", credential="AWS_ACCESS_KEY_ID",
+            fix="set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or log in with `aws configure` / "
+            "`aws sso login` and pass AWS(profile=...)",
+            looked="boto3's credential chain (variables, ~/.aws, SSO, roles)",
+        )
 
     @classmethod
     def credentials(cls, check: bool = False) -> CredentialStatus:

@@ -39,7 +39,7 @@ import attrs
 import botocore.exceptions
 import structlog
 
-from skyward.errors import CapacityError, ProvisionError
+from skyward.errors import CapacityError, NoOffersError, ProvisionError
 from skyward.providers.base import Cluster, Instance, NodeSetup
 from skyward.providers.cloud import CloudProvider
 from skyward.providers.ssh import head_port
@@ -178,7 +178,7 @@ class AWSProvider(CloudProvider):
             candidates = choose(types, want)
             if not candidates:
                 near = "; ".join(k.describe() for k in closest(types, want)) or "none"
-                raise ProvisionError(
+                raise NoOffersError(
                     f"aws: no instance type in {clients.region} has {want.describe()}; the closest are: "
                     f"{near}. Change the accelerator, count, vcpus or memory_gb, or name one with "
                     "AWS(instance_type=...)"
@@ -198,7 +198,7 @@ class AWSProvider(CloudProvider):
                     )
                 return kind, spot.get(kind.name), on_demand.get(kind.name)
         cheapest = min((k for k in top if k in paid), key=paid.__getitem__, default=top[0])
-        raise ProvisionError(
+        raise NoOffersError(
             f"aws: every fitting instance type costs more than max_hourly_cost={cap} per node "
             f"(the cheapest, {cheapest}, is ${paid.get(cheapest)}/h); raise max_hourly_cost or ask for "
             "a smaller machine"

@@ -42,29 +42,32 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "skyward.client.session": ("MultiPool", "Session", "pool"),
     "skyward.errors": (
         "BootstrapFailed", "CapacityError", "ConfigurationError", "HostKeyError", "MissingPackageError",
-        "NodeLostError", "NoActivePoolError", "PluginError", "PoolClosedError", "ProvisionError",
-        "RemoteError", "SerializationError", "SkywardError", "TaskProcessError",
+        "NoActivePoolError", "NodeLostError", "NoOffersError", "PluginError", "PoolClosedError",
+        "ProvisionError", "ProvisioningError", "RemoteError", "SerializationError", "SkywardError",
+        "TaskProcessError",
     ),
     "skyward.observe.events": (
         "BootstrapCommand", "BootstrapConsole", "BootstrapError", "BootstrapPhase", "BootstrapRequested",
         "ClusterDestroyed", "ClusterProvisioned", "ClusterReady", "ClusterRequested", "Error", "Event",
         "InstanceBootstrapped", "InstanceDestroyed", "InstanceLaunched", "InstancePreempted",
         "InstanceProvisioned", "InstanceReplaced", "InstanceRequested", "InstanceRunning", "Log", "Metric",
-        "NodeLost", "NodeReady", "PoolResized", "ShutdownRequested", "TaskCompleted", "TaskRetried",
-        "TaskStarted",
+        "NodeLost", "NodeReady", "PoolResized", "ShutdownRequested", "SpecSkipped", "TaskCompleted",
+        "TaskRetried", "TaskStarted",
     ),
     "skyward.image": ("DEFAULT_IMAGE", "Image", "PipIndex"),
     "skyward.market.api": ("offers", "offers_async"),
+    "skyward.market.offer": ("Offer",),
+    "skyward.storage.client": ("Storage",),
     "skyward.health": ("HealthChecker",),
     "skyward.containers": ("DockerImage",),
     "skyward.task.instance": ("AcceleratorInfo", "InstanceInfo", "NetworkInfo", "PeerInfo"),
-    "skyward.options": ("LogConfig", "Options", "Worker"),
+    "skyward.options": ("LogConfig", "Options", "SelectionStrategy", "Worker", "WorkerExecutor"),
     "skyward.task.output": ("CallbackWriter", "redirect_output", "silent", "stderr", "stdout"),
     "skyward.extension.plugin": ("Plugin",),
     "skyward.providers.local": ("Local",),
     "skyward.task.runtime": ("instance_info", "is_head"),
     "skyward.task.sharding": ("DistributedSampler", "shard"),
-    "skyward.spec": ("Nodes", "S3Volume", "Spec", "Volume"),
+    "skyward.spec": ("AllocationStrategy", "Nodes", "S3Volume", "Spec", "Volume"),
     # sky.dict and sky.set are cached here as globals `dict` and `set`: no code below calls those
     # builtins.
     "skyward.collections": (
@@ -103,9 +106,11 @@ if TYPE_CHECKING:
         MissingPackageError,
         NoActivePoolError,
         NodeLostError,
+        NoOffersError,
         PluginError,
         PoolClosedError,
         ProvisionError,
+        ProvisioningError,
         RemoteError,
         SerializationError,
         SkywardError,
@@ -115,6 +120,7 @@ if TYPE_CHECKING:
     from skyward.health import HealthChecker
     from skyward.image import DEFAULT_IMAGE, Image, PipIndex
     from skyward.market.api import offers, offers_async
+    from skyward.market.offer import Offer
     from skyward.observe.events import (
         BootstrapCommand,
         BootstrapConsole,
@@ -141,13 +147,15 @@ if TYPE_CHECKING:
         NodeReady,
         PoolResized,
         ShutdownRequested,
+        SpecSkipped,
         TaskCompleted,
         TaskRetried,
         TaskStarted,
     )
-    from skyward.options import LogConfig, Options, Worker
+    from skyward.options import LogConfig, Options, SelectionStrategy, Worker, WorkerExecutor
     from skyward.providers.local import Local
-    from skyward.spec import Nodes, S3Volume, Spec, Volume
+    from skyward.spec import AllocationStrategy, Nodes, S3Volume, Spec, Volume
+    from skyward.storage.client import Storage
     from skyward.task.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
     from skyward.task.output import CallbackWriter, redirect_output, silent, stderr, stdout
     from skyward.task.runtime import instance_info, is_head
@@ -171,7 +179,7 @@ def __getattr__(name: str) -> Any:
     elif name in _MODULES:
         value = importlib.import_module(f"skyward.{name}")
     else:
-        return _provider_class(name)
+        return _provider_class(name)  # not kept: a package installed later (and refreshed) wins
     globals()[name] = value
     return value
 
@@ -181,12 +189,25 @@ def __dir__() -> list[str]:
 
 
 def _provider_class(name: str) -> Any:
+    """The provider config class `name` from its distribution. A provider Skyward knows whose
+    package is missing (`sky.RunPod` without skyward-runpod) is a stand-in that takes any settings
+    (`UninstalledProvider`): a script that names several providers still builds, a pool with
+    several specs skips that one, and a pool with it alone raises `MissingPackageError` naming
+    the pip command when it starts."""
     if name.startswith("__") or not name[:1].isupper():
         raise AttributeError(f"module 'skyward' has no attribute {name!r}")
+    from skyward.errors import MissingPackageError
     from skyward.extension.registry import KNOWN_PROVIDER_PACKAGES, provider_class, providers
 
     if name in KNOWN_PROVIDER_PACKAGES or name in providers():
-        return provider_class(name)
+        try:
+            return provider_class(name)
+        except MissingPackageError as error:
+            if name not in KNOWN_PROVIDER_PACKAGES:
+                raise
+            from skyward.providers.credentials import uninstalled_provider
+
+            return uninstalled_provider(name, KNOWN_PROVIDER_PACKAGES[name], str(error))
     raise AttributeError(f"module 'skyward' has no attribute {name!r}")
 
 
@@ -207,4 +228,6 @@ __all__ = [
     "plugins", "compute", "function", "gather", "instance_info", "is_head", "offers", "offers_async",
     "plan", "pool", "redirect_output", "shard", "silent", "stderr", "stdout", "storage", "time",
     "BarrierBrokenError", "LockTimeoutError", "QueueEmptyError", "barrier", "counter", "lock", "queue",
+    "AllocationStrategy", "NoOffersError", "Offer", "ProvisioningError", "SelectionStrategy", "SpecSkipped",
+    "Storage", "WorkerExecutor",
 ]

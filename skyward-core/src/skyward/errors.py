@@ -109,10 +109,22 @@ class HostKeyError(SkywardError, ConnectionError):
     """
 
 
-class ProvisionError(SkywardError, RuntimeError):
-    """A cloud could not give the pool its machines: no offer matched the spec, the account was
-    refused, or capacity stayed short past `Options.provision_timeout`. The message names the
-    provider, what was asked for and what to change."""
+class ProvisioningError(SkywardError, RuntimeError):
+    """A pool could not get its machines. The base of every provisioning failure, so one
+    `except sky.ProvisioningError` covers them all: no offer matched (`NoOffersError`), no capacity
+    (`CapacityError`), the cloud refused the account or a request (`ProvisionError`)."""
+
+
+class ProvisionError(ProvisioningError):
+    """A cloud could not give the pool its machines: the account was refused, a request failed, or
+    machines never became reachable. The message names the provider, what was asked for and what
+    to change. (The name providers raise; `ProvisioningError` is the base to catch.)"""
+
+
+class NoOffersError(ProvisionError):
+    """No offer of the provider matches the spec (accelerator, count, memory, region,
+    `max_hourly_cost`): nothing was rented. The message names what the provider has instead; change
+    the spec, or add a `sky.Spec` on another provider for the pool to fall over to."""
 
 
 class CapacityError(ProvisionError):
@@ -131,6 +143,8 @@ class BarrierBrokenError(SkywardError, RuntimeError):
 
 class QueueEmptyError(SkywardError, queue.Empty):
     """`sky.queue(name).get(timeout=...)` found no item in time (also a `queue.Empty`)."""
+
+
 
 class GuardianError(SkywardError, RuntimeError):
     """A node's guardian could not start, so the node is not used: nothing would end its worker or

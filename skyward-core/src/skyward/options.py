@@ -24,12 +24,18 @@ __all__ = [
     "LogConfig",
     "Options",
     "Selection",
+    "SelectionStrategy",
     "Worker",
+    "WorkerExecutor",
 ]
 
 Executor = Literal["auto", "thread", "process"]
 Selection = Literal["cheapest", "first"]
 ConsoleMode = Literal["rich", "minimal", "log", "silent"]
+#: The same under their public names, `sky.WorkerExecutor` (`Worker(executor=...)`) and
+#: `sky.SelectionStrategy` (`Options(selection=...)`), for annotating code that passes one on.
+WorkerExecutor = Executor
+SelectionStrategy = Selection
 
 EXECUTORS: tuple[str, ...] = ("auto", "thread", "process")
 SELECTIONS: tuple[str, ...] = ("cheapest", "first")

@@ -29,6 +29,7 @@ __all__ = [
     "ALLOCATIONS",
     "ARCHITECTURES",
     "Allocation",
+    "AllocationStrategy",
     "Architecture",
     "NodeSpec",
     "Nodes",
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 Allocation = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
+#: `Spec(allocation=...)`'s values under their public name, `sky.AllocationStrategy`, for annotating
+#: code that passes one on (`_allocation` checks them; "always-spot", the older "spot", is accepted too).
+AllocationStrategy = Allocation
 Architecture = Literal["x86_64", "arm64"]
 
 #: Accepted ``allocation`` values; ``"always-spot"`` is the older name of ``"spot"`` and is stored as it.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.errors import ConfigurationError, ProvisionError
+from skyward.errors import ConfigurationError, NoOffersError
 
 if TYPE_CHECKING:
     from skyward.accelerators import Accelerator
@@ -111,12 +111,13 @@ def plan(spec: Spec, products: dict[bool, list[dict[str, Any]]], gpus: int) -> l
     return sorted(offers, key=lambda o: (not o.spot, o.price))
 
 
-def no_product(spec: Spec, names: Iterable[str]) -> ProvisionError:
+def no_product(spec: Spec, names: Iterable[str]) -> NoOffersError:
+    """No product carries the accelerator: `NoOffersError` (a `ProvisionError`), naming what does."""
     acc = spec.accelerator
     assert acc is not None
     listed = sorted(set(names))
     close = difflib.get_close_matches(acc.name, listed, n=4, cutoff=0.3)
-    return ProvisionError(
+    return NoOffersError(
         f"Novita has no product with {acc.count:g}x {acc.name}"
         + (f" ({acc.memory_gb:g} GB)" if acc.memory_gb else "")
         + f"; products: {', '.join(close or listed[:6]) or 'none'}"

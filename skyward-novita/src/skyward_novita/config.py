@@ -18,7 +18,7 @@ from skyward.observe.logging import register_secret
 
 if TYPE_CHECKING:
     from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus
+    from skyward.providers.credentials import CredentialStatus, MissingCredential
     from skyward.spec import Spec
     from skyward_novita.offers import NovitaOffers
     from skyward_novita.provider import NovitaProvider
@@ -102,6 +102,20 @@ class Novita:
         from skyward_novita.offers import NovitaOffers
 
         return NovitaOffers(api_key=self.api_key, api_url=self.api_url)
+
+    def missing_credentials(self) -> MissingCredential | None:
+        """What this config lacks to start, for a pool with several specs to skip it: None with
+        `api_key=` given or `$NOVITA_API_KEY` set (what `credentials()` finds), else which
+        variable to set. Reads the environment only; calls nothing."""
+        from skyward.providers.credentials import lacking
+        from skyward_novita.account import API_KEY_VARIABLE
+
+        if self.api_key:
+            return None
+        return lacking(
+            type(self).credentials(), provider="Novita", credential=API_KEY_VARIABLE,
+            fix="set it or pass Novita(api_key=...)",
+        )
 
     @classmethod
     def credentials(cls, check: bool = False) -> CredentialStatus:

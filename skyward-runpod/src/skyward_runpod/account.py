@@ -1,7 +1,9 @@
 """Where RunPod's APIs are and where a RunPod API key comes from.
 
-The lowest layer of the package: the config (`RunPod(api_key=...)`) resolves its key here when it
-is built, and the API client names the same variable when RunPod refuses the key.
+The lowest layer of the package: the provider resolves the config's key (`RunPod(api_key=...)`)
+here when a pool starts, never the config when it is built (an environment key would otherwise
+travel inside every pickled spec, and a script could not build `sky.RunPod()` without one); the
+API client names the same variable when RunPod refuses the key.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ KEYS_PAGE = "https://www.runpod.io/console/user/settings"
 
 
 def resolve_api_key(value: object) -> str:
-    """The key given, else `$RUNPOD_API_KEY`; registered as a secret so no log line shows it."""
+    """The key given, else `$RUNPOD_API_KEY`; registered as a secret so no log line shows it.
+    None found is a `ConfigurationError` naming `RunPod(api_key=...)` and `RUNPOD_API_KEY`."""
     return resolve_secret(
         value, API_KEY_VARIABLE, provider="RunPod", hint=f"create one at {KEYS_PAGE}"
     )

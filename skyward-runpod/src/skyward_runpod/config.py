@@ -1,9 +1,13 @@
 """`sky.RunPod(...)`: the frozen value a user writes to run a pool on RunPod pods.
 
-Everything here is checked when the value is built, so a missing API key or a misspelt cloud type
-fails on the line that wrote it, before anything is rented. The API key is a credential: it is
-kept out of `repr` (and so out of events and tracebacks that print the config) and registered for
-masking in Skyward's logs the moment it is read (`account.resolve_api_key`).
+The settings are checked when the value is built, so a misspelt cloud type fails on the line that
+wrote it, before anything is rented. The API key is not looked for here: the config is a plain
+value (pickled with the spec, compared, printed, built at import time in scripts), so building it
+reads no variable and no file. The key is resolved when a pool starts (`create`, the provider, via
+`account.resolve_api_key`: `api_key=`, else `$RUNPOD_API_KEY`, else a `ConfigurationError` naming
+both), and a pool with several specs asks `missing_credentials()` first, to skip this one for the
+next. One given explicitly is kept out of `repr` (and so out of events and tracebacks that print
+the config) and registered for masking in Skyward's logs when the config is built.
 
 The config is the package's front: the pool turns it into a provider with `create()` and asks it
 `hourly_price()`; both hand over to `provider` and `pricing`, which never import this module at
@@ -19,11 +23,12 @@ from typing import TYPE_CHECKING
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward_runpod.account import GRAPHQL_URL, REST_URL, resolve_api_key
+from skyward.observe.logging import register_secret
+from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
 
 if TYPE_CHECKING:
     from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus
+    from skyward.providers.credentials import CredentialStatus, MissingCredential
     from skyward.spec import Spec
     from skyward_runpod.offers import RunPodOffers
     from skyward_runpod.provider import RunPodProvider
@@ -86,6 +91,19 @@ def _positive_int(instance: RunPod, attribute: attrs.Attribute[int], value: obje
         )
 
 
+def _api_key(instance: RunPod, attribute: attrs.Attribute[str | None], value: object) -> None:
+    """A key given here is a non-empty string, masked in logs from now on; None looks for one at
+    pool start (`$RUNPOD_API_KEY`)."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(
+            f"RunPod(api_key=...): expected the key as a non-empty string, or None to read "
+            f"{API_KEY_VARIABLE} when the pool starts"
+        )
+    register_secret(value.strip())
+
+
 def _optional_url(value: object) -> str | None:
     if value is None:
         return None
@@ -102,9 +120,10 @@ class RunPod:
     the pods to data centers (else `Spec.region`, else anywhere); `python` names an interpreter
     already in the image (the pytorch images' own, so its CUDA torch is reused) instead of
     installing one. `api_url` / `graphql_url` point at another endpoint (tests, proxies).
+    `api_key=None` (the default) reads `RUNPOD_API_KEY` when a pool starts, not here.
     """
 
-    api_key: str = attrs.field(default=None, converter=resolve_api_key, repr=False)
+    api_key: str | None = attrs.field(default=None, repr=False, validator=_api_key)
     container_image: str = attrs.field(default=DEFAULT_IMAGE, converter=_image)
     cloud_type: str = attrs.field(default="SECURE", converter=_cloud_type)
     data_center_ids: tuple[str, ...] | None = attrs.field(default=None, converter=_data_centers)
@@ -132,8 +151,9 @@ class RunPod:
         return ("SECURE", "COMMUNITY") if self.cloud_type == "ALL" else (self.cloud_type,)
 
     def create(self, options: Options | None = None) -> RunPodProvider:
-        """The provider for one pool. Imported here, when a pool starts, not with the config: it
-        loads aiohttp and asyncssh, which resolving `sky.RunPod` does not need (speed, not a cycle)."""
+        """The provider for one pool; it resolves the API key now, so a missing one fails first,
+        naming `RUNPOD_API_KEY`. Imported here, when a pool starts, not with the config: it loads
+        aiohttp and asyncssh, which resolving `sky.RunPod` does not need (speed, not a cycle)."""
         from skyward_runpod.provider import RunPodProvider
 
         return RunPodProvider(self, options)
@@ -152,12 +172,24 @@ class RunPod:
 
         return RunPodOffers(api_key=self.api_key, graphql_url=self.gql_url, clouds=self.clouds)
 
+    def missing_credentials(self) -> MissingCredential | None:
+        """What this config lacks to start, for a pool with several specs to skip it: None with
+        `api_key=` given or `$RUNPOD_API_KEY` set (what `credentials()` finds), else which variable
+        to set. Reads the environment only; calls nothing."""
+        from skyward.providers.credentials import lacking
+
+        if self.api_key:
+            return None
+        return lacking(
+            type(self).credentials(), provider="RunPod", credential=API_KEY_VARIABLE,
+            fix="set it or pass RunPod(api_key=...)",
+        )
+
     @classmethod
     def credentials(cls, check: bool = False) -> CredentialStatus:
         """For `sky providers`: whether `$RUNPOD_API_KEY` holds a key (the argument aside), read
         from the environment; `check` also lists the account's pods with it (`verify`)."""
         from skyward.providers.credentials import locate_secret
-        from skyward_runpod.account import API_KEY_VARIABLE
 
         status = locate_secret(API_KEY_VARIABLE)
         if not check:

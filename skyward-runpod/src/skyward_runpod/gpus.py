@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from skyward.errors import ConfigurationError, ProvisionError
+from skyward.errors import ConfigurationError, NoOffersError, ProvisionError
 
 #: Words that say nothing about which card it is.
 _NOISE = frozenset({"", "nvidia", "geforce", "amd", "instinct", "oam", "generation", "tesla", "radeon"})
@@ -125,26 +125,26 @@ class Offer:
 
 def match_gpu_types(accelerator: Any, types: Sequence[GpuType], count: int) -> tuple[GpuType, ...]:
     """The types that are `accelerator` (name, then memory and form factor, then count), cheapest
-    first; a `ProvisionError` naming what RunPod has instead when none is."""
+    first; a `NoOffersError` (a `ProvisionError`) naming what RunPod has instead when none is."""
     name = str(accelerator.name)
     exact = [t for t in types if name.lower() in (t.id.lower(), t.display_name.lower())]
     wanted = words(name)
     named = exact or [t for t in types if wanted and wanted <= t.words]
     if not named:
-        raise ProvisionError(
+        raise NoOffersError(
             f"RunPod has no GPU type matching {accelerator}; close types: {_close(name, types)}. "
             "Pass one of these as the accelerator (e.g. sky.Compute(accelerator=\"RTX_4090\"))"
         )
     fitting = [t for t in named if _memory_fits(accelerator, t) and _form_fits(accelerator, t)]
     if not fitting:
-        raise ProvisionError(
+        raise NoOffersError(
             f"RunPod rents {name} only as {', '.join(str(t) for t in named)}; none is {accelerator}: "
             "ask for one of these memory sizes or form factors"
         )
     roomy = [t for t in fitting if t.max_count >= count]
     if not roomy:
         most = max(t.max_count for t in fitting)
-        raise ProvisionError(
+        raise NoOffersError(
             f"RunPod pods hold at most {most} x {name}; {count} were asked for: use more nodes with fewer "
             "GPUs each"
         )
@@ -187,7 +187,7 @@ def plan_offers(
                 offers.append(Offer(cloud, interruptible, usable, count))
     if not offers:
         kind = {"spot": "interruptible", "on-demand": "on-demand"}.get(allocation, "any")
-        raise ProvisionError(
+        raise NoOffersError(
             f"RunPod offers no {kind} {gpu_types[0].display_name} in {' or '.join(clouds)} cloud: "
             'try allocation="spot-if-available", RunPod(cloud_type="ALL") or another accelerator'
         )
@@ -195,7 +195,7 @@ def plan_offers(
         affordable = [o for o in offers if o.price is not None and o.price <= max_hourly_cost]
         if not affordable:
             cheapest = min(o.price for o in offers if o.price is not None)
-            raise ProvisionError(
+            raise NoOffersError(
                 f"RunPod's cheapest offer for {count}x {gpu_types[0].display_name} is ${cheapest:.2f}/h per "
                 f"node, above max_hourly_cost={max_hourly_cost:g}: raise it or choose another accelerator"
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skyward.providers.calls import known_or_none
+from skyward_runpod.account import resolve_api_key
 from skyward_runpod.api import LOGGER, RunPodAPI
 from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers, whole_gpus
 
@@ -26,7 +27,8 @@ async def gpu_types(api: RunPodAPI) -> list[GpuType]:
 
 
 def estimate_hourly_price(config: RunPod, spec: Spec) -> float | None:
-    """Per node per hour for the first offer the pool would try; None for CPU pods or on any error."""
+    """Per node per hour for the first offer the pool would try; None for CPU pods or on any error
+    (a missing API key among them: resolved here, not in the config)."""
     if spec.accelerator is None:
         return None
 
@@ -36,6 +38,6 @@ def estimate_hourly_price(config: RunPod, spec: Spec) -> float | None:
         return plan_offers(types, count, config.clouds, spec.allocation, spec.max_hourly_cost)[0].price
 
     return known_or_none(
-        lambda: RunPodAPI(config.api_key, config.rest_url, config.gql_url), first,
+        lambda: RunPodAPI(resolve_api_key(config.api_key), config.rest_url, config.gql_url), first,
         timeout=PRICE_TIMEOUT, thread="runpod-price", logger=LOGGER, event="skyward.runpod_price_unknown",
     )

@@ -21,7 +21,9 @@ import structlog
 from skyward.errors import ProvisionError
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import CloudProvider
+from skyward.providers.naming import of_pool
 from skyward.providers.ssh import head_port
+from skyward_runpod.account import resolve_api_key
 from skyward_runpod.api import LOGGER, RunPodAPI
 from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers, whole_gpus
 from skyward_runpod.pods import (
@@ -29,7 +31,6 @@ from skyward_runpod.pods import (
     end_command,
     gone,
     pod_request,
-    pool_prefix,
     reclaimed,
     ssh_address,
 )
@@ -52,7 +53,9 @@ class RunPodProvider(CloudProvider):
     def __init__(self, config: RunPod, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
         self.config = config
-        self.api = RunPodAPI(config.api_key, config.rest_url, config.gql_url)
+        # The key is resolved here, when a pool starts (never in the config): a missing one fails
+        # now, naming RUNPOD_API_KEY, before anything is asked of RunPod.
+        self.api = RunPodAPI(resolve_api_key(config.api_key), config.rest_url, config.gql_url)
         self._log = structlog.get_logger(LOGGER)  # under `skyward`, so it reaches Skyward's log file
 
     def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
@@ -180,11 +183,10 @@ class RunPodProvider(CloudProvider):
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """Pods named for this pool that RunPod still lists (a creation whose answer was lost)."""
-        prefix = pool_prefix(cluster.id)
         return [
             Instance(id=str(p["id"]), node=-1)
             for p in await self.api.list_pods()
-            if p.get("id") and str(p.get("name", "")).startswith(prefix)
+            if p.get("id") and of_pool(p.get("name"), cluster.id) is not None
             and p.get("desiredStatus") != "TERMINATED"
         ]
 

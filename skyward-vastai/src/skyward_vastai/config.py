@@ -24,7 +24,7 @@ from skyward_vastai.account import SERVER_URL
 
 if TYPE_CHECKING:
     from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus
+    from skyward.providers.credentials import CredentialStatus, MissingCredential
     from skyward.spec import Spec
     from skyward_vastai.offers import VastOffers
     from skyward_vastai.provider import VastAIProvider
@@ -133,6 +133,20 @@ class VastAI:
         return VastOffers(
             api_key=self.api_key, server_url=self.api_url, min_reliability=self.min_reliability,
             verified=self.verified, geolocation=self.geolocation, disk_gb=self.disk_gb,
+        )
+
+    def missing_credentials(self) -> MissingCredential | None:
+        """What this config lacks to start, for a pool with several specs to skip it: None with
+        `api_key=` given or a key where `credentials()` looks (`$VAST_API_KEY`, the files of
+        `vastai set api-key`), else which variable to set. Reads those only; calls nothing."""
+        from skyward.providers.credentials import lacking
+        from skyward_vastai.account import API_KEY_VARIABLE
+
+        if self.api_key:
+            return None
+        return lacking(
+            type(self).credentials(), provider="VastAI", credential=API_KEY_VARIABLE,
+            fix="set it, run `vastai set api-key ...`, or pass VastAI(api_key=...)",
         )
 
     @classmethod

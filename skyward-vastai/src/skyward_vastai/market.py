@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.errors import ProvisionError
+from skyward.errors import NoOffersError
 from skyward_vastai.account import resolve_api_key
 from skyward_vastai.api import VastAPI
 from skyward_vastai.gpus import gpu_count, gpu_names, min_gpu_ram_mb
@@ -135,8 +135,9 @@ def ordered(offers: list[Offer], query: OfferQuery, allocation: str) -> list[Off
     return sorted(offers, key=lambda o: (not o.spot, o.price))
 
 
-def describe_none(query: OfferQuery) -> ProvisionError:
-    return ProvisionError(
+def describe_none(query: OfferQuery) -> NoOffersError:
+    """No offer matches: `NoOffersError` (a `ProvisionError`), saying what to relax."""
+    return NoOffersError(
         f"vastai: no offer matches {query.summary}; relax the spec (another accelerator, fewer "
         "vCPUs or less memory, a higher max_hourly_cost, no region) or VastAI(min_reliability=..., "
         "verified=False)"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.errors import ConfigurationError, ProvisionError
+from skyward.errors import ConfigurationError, NoOffersError
 
 if TYPE_CHECKING:
     from skyward.accelerators import Accelerator
@@ -130,13 +130,14 @@ def matching(spec: Spec, types: Iterable[InstanceType]) -> list[InstanceType]:
     return found
 
 
-def _no_type(spec: Spec, types: list[InstanceType]) -> ProvisionError:
+def _no_type(spec: Spec, types: list[InstanceType]) -> NoOffersError:
+    """No instance type fits: `NoOffersError` (a `ProvisionError`), naming the closest types."""
     acc = spec.accelerator
     memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
     wanted = "a CPU instance" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
     names = sorted({t.model for t in types if t.model})
     close = difflib.get_close_matches(acc.name if acc else "CPU", names, n=4, cutoff=0.3)
-    return ProvisionError(
+    return NoOffersError(
         f"Verda has no instance type with {wanted}"
         + (f" and >= {spec.vcpus:g} vCPUs" if spec.vcpus else "")
         + (f" and >= {spec.memory_gb:g} GB RAM" if spec.memory_gb else "")

@@ -18,7 +18,7 @@ from skyward.observe.logging import register_secret
 
 if TYPE_CHECKING:
     from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus
+    from skyward.providers.credentials import CredentialStatus, MissingCredential
     from skyward.spec import Spec
     from skyward_verda.offers import VerdaOffers
     from skyward_verda.provider import VerdaProvider
@@ -115,6 +115,23 @@ class Verda:
         from skyward_verda.offers import VerdaOffers
 
         return VerdaOffers(client_id=self.client_id, client_secret=self.client_secret, api_url=self.api_url)
+
+    def missing_credentials(self) -> MissingCredential | None:
+        """What this config lacks to start, for a pool with several specs to skip it: None when
+        each of the client id and secret is given here or set in its variable (as the provider
+        resolves them, one by one), else the variables still to set. Reads the environment only."""
+        from skyward.providers.credentials import MissingCredential, locate_secret
+        from skyward_verda.account import ID_VARIABLE, SECRET_VARIABLE
+
+        pairs = ((self.client_id, ID_VARIABLE), (self.client_secret, SECRET_VARIABLE))
+        missing = [name for given, name in pairs if not given and not locate_secret(name).found]
+        if not missing:
+            return None
+        return MissingCredential(
+            provider="Verda", credential=" and ".join(missing),
+            fix="set them or pass Verda(client_id=..., client_secret=...)",
+            looked=", ".join(f"${name}" for name in missing),
+        )
 
     @classmethod
     def credentials(cls, check: bool = False) -> CredentialStatus:

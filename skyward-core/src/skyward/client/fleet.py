@@ -46,6 +46,7 @@ from skyward.observe.events import (
     NodeLost,
     NodeReady,
     PoolResized,
+    SpecSkipped,
     TaskRetried,
 )
 from skyward.observe.logging import register_secret
@@ -61,9 +62,15 @@ HANDSHAKE_TIMEOUT = 60.0
 
 class Fleet:
     def __init__(
-        self, name: str, specs: tuple[Any, ...], options: Any, bus: EventBus, scheduler: Scheduler
+        self, name: str, specs: tuple[Any, ...], options: Any, bus: EventBus, scheduler: Scheduler,
+        *, pool_id: str | None = None,
     ) -> None:
+        from skyward.providers.naming import new_pool_id
+
         self.name = name
+        #: What every machine, key, node folder and record of this pool is keyed by: unique per pool,
+        #: where the name is a label two pools may share (`skyward.providers.naming`).
+        self.pool_id = pool_id or new_pool_id(name)
         self.specs = specs
         self.options = options
         self.worker = options.worker_config
@@ -147,25 +154,53 @@ class Fleet:
     # -- start -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Provision the first spec that starts (in `Options.selection` order) and its workers."""
+        """Provision the first spec that starts (in `Options.selection` order) and its workers.
+
+        With several specs, those that cannot start at all (credentials missing, package not
+        installed: `machines.startable`) are skipped first, each said with a `SpecSkipped` event
+        and a log line, so neither pricing nor a start is attempted on them. A spec that fails to
+        start falls over to the next. Only when none starts is an error raised, listing each spec
+        and why: a `ConfigurationError` when none could even be tried, else the last failure with
+        that list as a note.
+        """
         summary, nodes = machines.describe(self.specs), self.specs[0].nodes.desired
         self.bus.emit(ClusterRequested(spec_summary=summary, nodes=nodes, pool=self.name))
         started = self._requested_at = time.monotonic()
         from skyward.bootstrap.wheels import prepare_wheels
 
+        ready, skipped = await machines.startable(self.specs, self._log)
+        for skip in skipped:
+            self._log.info(  # the file's line; the console shows the event
+                "skyward.spec_skipped", pool=self.name, spec=skip.position, provider=skip.provider,
+                reason=skip.reason, credential=skip.credential,
+            )
+            self.bus.emit(SpecSkipped(
+                message=skip.message, provider=skip.provider, reason=skip.reason, credential=skip.credential,
+                spec=skip.position, pool=self.name,
+            ))
+        if not ready:
+            raise ConfigurationError(
+                f"{self.name}: {machines.why_none_started(self.specs, skipped, ())}\n"
+                "Give one of them what it lacks, as each line says (`sky providers` shows which "
+                "credentials are found, and where)."
+            )
         # Skyward's own wheels for the nodes: a client that cannot ship itself fails before any
         # machine is asked for, and the nodes then upload the cached wheels.
-        self._wheels = await asyncio.to_thread(prepare_wheels, self.specs)
-        errors: list[str] = []
-        for spec in await machines.in_selection_order(self.specs, self.options.selection, self._log):
+        self._wheels = await asyncio.to_thread(prepare_wheels, ready)
+        failed: list[tuple[Any, str]] = []
+        ordered = await machines.in_selection_order(tuple(ready), self.options.selection, self._log)
+        for spec in ordered:
             try:
                 await self._start_spec(spec)
                 break
             except Exception as exc:
-                errors.append(f"{spec.provider.name}: {exc}")
-                if len(errors) == len(self.specs):
+                failed.append((spec, str(exc) or type(exc).__name__))
+                if len(failed) == len(ordered):
+                    if len(self.specs) > 1:
+                        exc.add_note(machines.why_none_started(self.specs, skipped, failed))
                     raise
-                self.bus.emit(Error(message=f"falling back after {errors[-1]}", fatal=False, pool=self.name))
+                why = f"{spec.provider.name}: {failed[-1][1]}"
+                self.bus.emit(Error(message=f"falling back after {why}", fatal=False, pool=self.name))
                 await self.teardown("fallback")
                 self.closing = False
         seconds = time.monotonic() - started
@@ -181,7 +216,7 @@ class Fleet:
         self.hooks = PoolHooks(tuple(spec.plugins))
         self.provider = spec.provider.create(self.options)
         self.announce.attach(self.provider)
-        self.cluster = await self.provider.prepare(spec, self.name)
+        self.cluster = await self.provider.prepare(spec, self.pool_id)
         self.image = self.hooks.transform_image(spec.image, self.cluster)
         self._secrets = image_secrets(self.image)
         for secret in self._secrets:  # masked in this pool's events, Skyward's logs and bootstrap errors
@@ -287,7 +322,7 @@ class Fleet:
 
     def _place(self, index: int, total: int, worker: int) -> InstanceInfo:
         """What worker `worker` of node `index` learns about its place in a pool of `total` nodes."""
-        info = machines.instance_info(self.spec, self.cluster, self.instances, index, total, self.name)
+        info = machines.instance_info(self.spec, self.cluster, self.instances, index, total, self.pool_id)
         return attrs.evolve(info, worker=worker, workers_per_node=self.workers_per_node)
 
     # -- losing and removing workers ---------------------------------------------------------------------

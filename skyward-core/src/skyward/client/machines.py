@@ -1,11 +1,16 @@
-"""What the fleet works out about machines without touching any: which spec to try first, and what
-a worker learns about its place in the pool (`sky.instance_info()`)."""
+"""What the fleet works out about machines without touching any: which specs can start at all and
+which to try first, and what a worker learns about its place in the pool (`sky.instance_info()`)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
+from skyward.errors import MissingPackageError
+from skyward.providers.credentials import UninstalledProvider, missing_credentials
 from skyward.task.instance import InstanceInfo, PeerInfo
 
 
@@ -16,6 +21,80 @@ def describe(specs: tuple[Any, ...]) -> str:
         acc = f" {spec.accelerator}" if spec.accelerator is not None else ""
         parts.append(f"{spec.provider.name}{acc} x{spec.nodes.desired}")
     return " | ".join(parts)
+
+
+def provider_name(spec: Any) -> str:
+    """The provider's public name, as a user writes it (`RunPod`, `VastAI`, `Local`)."""
+    return type(spec.provider).__name__
+
+
+@attrs.frozen(kw_only=True)
+class Skip:
+    """A spec the pool does not try, and why: its provider's package is not installed, or its
+    credentials are missing (`credential`: the variable, e.g. "RUNPOD_API_KEY"). `position` is its
+    place among the pool's specs, from 1."""
+
+    position: int
+    spec: Any
+    provider: str
+    reason: str
+    credential: str = ""
+
+    @property
+    def message(self) -> str:
+        return f"skipping {self.provider}: {self.reason}"
+
+
+async def startable(specs: Sequence[Any], log: Any) -> tuple[list[Any], list[Skip]]:
+    """The specs a pool may try, in the order given, and those it skips.
+
+    Only a pool with a choice skips: a spec alone is tried, and its own start says what it lacks
+    (RunPod's names `RUNPOD_API_KEY`; a stand-in for a missing package raises the registry's
+    `MissingPackageError`, naming the pip command, at once). A spec is skipped when its
+    provider stands in for a package that is not installed (`UninstalledProvider`), or when its
+    config says it lacks credentials (`missing_credentials`: the environment and the provider's
+    usual files, read now, at pool start, never when the config was built). Each config is asked
+    on a thread, all at once: a credential chain may read files (AWS's may ask the instance
+    metadata service). A check that fails says nothing against its spec: it is logged and the
+    spec is tried.
+    """
+    if len(specs) < 2:
+        for spec in specs:  # nothing to fall over to: say so before Skyward's wheels are built
+            if isinstance(spec.provider, UninstalledProvider):
+                raise MissingPackageError(spec.provider.message)
+        return list(specs), []
+
+    def check(position: int, spec: Any) -> Skip | None:
+        config, name = spec.provider, provider_name(spec)
+        if isinstance(config, UninstalledProvider):
+            return Skip(position=position, spec=spec, provider=name, reason=config.message)
+        gap = missing_credentials(config)
+        if gap is None:
+            return None
+        return Skip(position=position, spec=spec, provider=name, reason=str(gap), credential=gap.credential)
+
+    checks = (asyncio.to_thread(check, i, s) for i, s in enumerate(specs, 1))
+    found = await asyncio.gather(*checks, return_exceptions=True)
+    ready, skipped = [], []
+    for spec, answer in zip(specs, found, strict=True):
+        if isinstance(answer, Skip):
+            skipped.append(answer)
+            continue
+        if isinstance(answer, BaseException):
+            log.warning("skyward.credentials_unknown", provider=provider_name(spec), error=str(answer))
+        ready.append(spec)
+    return ready, skipped
+
+
+def why_none_started(specs: Sequence[Any], skipped: Sequence[Skip], failed: Sequence[tuple[Any, str]]) -> str:
+    """Each spec of a pool that could not start and why, one line each, in the pool's order."""
+    reasons = {id(s.spec): f"skipped: {s.reason}" for s in skipped}
+    reasons.update({id(spec): f"failed: {why}" for spec, why in failed})
+    lines = [
+        f"  spec {i} ({provider_name(spec)}): {reasons.get(id(spec), 'not tried')}"
+        for i, spec in enumerate(specs, 1)
+    ]
+    return f"none of the pool's {len(specs)} specs could start:\n" + "\n".join(lines)
 
 
 async def in_selection_order(specs: tuple[Any, ...], selection: str, log: Any) -> list[Any]:

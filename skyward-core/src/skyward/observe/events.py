@@ -61,6 +61,7 @@ __all__ = [
     "PoolResized",
     "NodeReady",
     "ShutdownRequested",
+    "SpecSkipped",
     "TaskCompleted",
     "TaskRetried",
     "TaskStarted",
@@ -343,6 +344,24 @@ class Error(Event):
     message: str
     fatal: bool = False
     node: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SpecSkipped(Error):
+    """A pool with several specs skipped one it could not start, before asking its cloud for
+    anything, and went on to the next: the provider's credentials are missing (`credential`
+    names the variable, e.g. "RUNPOD_API_KEY"), or its package is not installed (`credential`
+    is empty; `reason` names the pip command). `provider` is the provider's public name
+    ("RunPod"), `spec` the spec's place among the pool's specs (from 1).
+
+    A non-fatal `Error`, so whatever shows errors shows it too; `message` says it in one line
+    ("skipping RunPod: no RUNPOD_API_KEY (set it or pass RunPod(api_key=...))").
+    """
+
+    provider: str
+    reason: str
+    credential: str = ""
+    spec: int = 0
 
 
 # --- secrets ------------------------------------------------------------------------------------
