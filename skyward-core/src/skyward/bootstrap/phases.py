@@ -84,9 +84,9 @@ def _bootstrap_python(python_spec: str) -> str:
 
 def uv_phase(python_spec: str) -> str:
     """The `uv` phase (`skyward.bootstrap.uv`): the host's uv, else the one installed once per host."""
-    from skyward.bootstrap.uv import uv_phase as per_host_uv
+    from skyward.bootstrap.uv import uv_lines
 
-    return per_host_uv(_bootstrap_python(python_spec))
+    return _phase("uv", uv_lines(_bootstrap_python(python_spec)))
 
 
 def venv_phase(python_spec: str, system_site_packages: bool = False, *, shared: bool = False) -> str:

@@ -28,10 +28,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NEED", "UV_VERSION", "client_wheel", "serve_request", "uv_phase"]
+__all__ = ["NEED", "UV_VERSION", "client_wheel", "serve_request", "uv_lines"]
 
 #: The uv a node without one gets (`~/.skyward/uv/<version>`).
 UV_VERSION = "0.13.9"
@@ -57,13 +58,15 @@ _UNPACK = (
 )
 
 
-def uv_phase(bootstrap_python: str, *, version: str = UV_VERSION) -> str:
-    """Bash for the `uv` phase: sets `__sky_uv` and links it as `$W/bin/uv` (see the module docstring).
+def _indent(text: str) -> str:
+    return textwrap.indent(text, "  ", lambda line: True)
 
-    `bootstrap_python` is the interpreter that installs uv where the host has none.
+
+def uv_lines(bootstrap_python: str, *, version: str = UV_VERSION) -> str:
+    """Bash for the body of the `uv` phase (`phases.uv_phase` wraps it): sets `__sky_uv` and links
+    it as `$W/bin/uv` (see the module docstring). `bootstrap_python` is the interpreter that
+    installs uv where the host has none.
     """
-    from skyward.bootstrap.phases import _indent, _phase
-
     py = shlex.quote(bootstrap_python)
     pip = (
         f'PIP_BREAK_SYSTEM_PACKAGES=1 {py} -m pip install -q --disable-pip-version-check '
@@ -116,7 +119,7 @@ def uv_phase(bootstrap_python: str, *, version: str = UV_VERSION) -> str:
         '  echo "skyward bootstrap: uv is $__sky_uv"\n'
         "fi\n"
     )
-    return _phase("uv", lines)
+    return lines
 
 
 def _ask_client(py: str, version: str) -> str:
