@@ -86,3 +86,32 @@ def test_down_expired_leaves_runpod_alone_as_its_pods_have_no_lease(sky: Sky, ru
     assert done.returncode == 0, done.stderr
     assert runpod_api.deleted == []
     runpod_api.pods.pop("podA")
+
+
+def test_down_by_label_ends_the_pool_of_that_label_and_not_one_whose_label_extends_it(
+    sky: Sky, runpod_api: FakeRunPod
+) -> None:
+    leftover(runpod_api, "train-1a2b3c4d", 0, "podA")
+    leftover(runpod_api, "train-2-5e6f7a8b", 0, "podB")
+    done = sky("down", "train", "--yes", "--provider", "runpod")
+    assert done.returncode == 0, done.stderr
+    assert runpod_api.deleted == ["podA"]
+    assert sorted(runpod_api.pods) == ["podB", "podTHEIRS"]
+    runpod_api.pods.pop("podB")
+
+
+def test_down_by_a_label_two_pools_share_asks_and_names_their_ids_without_a_terminal(
+    sky: Sky, runpod_api: FakeRunPod
+) -> None:
+    leftover(runpod_api, "train-1a2b3c4d", 0, "podA")
+    leftover(runpod_api, "train-9f9f9f9f", 0, "podB")
+    refused = sky("down", "train", "--provider", "runpod")
+    assert refused.returncode != 0
+    assert "2 pools are labelled 'train': train-1a2b3c4d, train-9f9f9f9f" in refused.stderr
+    assert runpod_api.deleted == []
+    by_id = sky("down", "train-9f9f9f9f", "--yes", "--provider", "runpod")
+    assert by_id.returncode == 0, by_id.stderr
+    assert runpod_api.deleted == ["podB"]
+    both = sky("down", "train", "--yes", "--provider", "runpod")
+    assert both.returncode == 0, both.stderr
+    assert sorted(runpod_api.deleted) == ["podA", "podB"]

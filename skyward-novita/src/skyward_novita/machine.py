@@ -22,6 +22,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from skyward.providers.cloud import HOST_KEY_VARIABLE
+from skyward.providers.naming import machine_name
 
 if TYPE_CHECKING:
     from skyward.guardian.boot import BootGuardian
@@ -54,12 +55,8 @@ for row in page.get("instances") or page.get("data") or []:
 """
 
 
-def pool_prefix(pool_id: str) -> str:
-    return f"{NAME_PREFIX}{pool_id}-"
-
-
 def instance_name(pool_id: str, node: int) -> str:
-    return f"{pool_prefix(pool_id)}{node}"
+    return machine_name(pool_id, node)
 
 
 def chunks(variable: str, value: str) -> dict[str, str]:

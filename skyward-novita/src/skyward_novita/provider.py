@@ -22,6 +22,7 @@ from skyward.errors import CapacityError, ProvisionError
 from skyward.guardian.boot import packed
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import CloudProvider
+from skyward.providers.naming import of_pool
 from skyward.providers.ssh import head_port
 from skyward_novita.account import resolve_api_key
 from skyward_novita.api import FAILED_STATUSES, LOGGER, Gone, NovitaAPI, gone
@@ -31,7 +32,6 @@ from skyward_novita.machine import (
     end_command,
     environment,
     instance_name,
-    pool_prefix,
     ssh_address,
     start_command,
     start_script,
@@ -170,11 +170,10 @@ class NovitaProvider(CloudProvider):
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """Instances named for this pool that Novita still lists (a creation whose answer was lost)."""
-        prefix = pool_prefix(cluster.id)
         return [
             Instance(id=str(row["id"]), node=-1)
             for row in await self.api.instances()
-            if row.get("id") and str(row.get("name", "")).startswith(prefix) and not gone(row)
+            if row.get("id") and of_pool(row.get("name"), cluster.id) is not None and not gone(row)
         ]
 
     async def release(self, cluster: Cluster) -> None:

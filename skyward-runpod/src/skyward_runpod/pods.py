@@ -15,6 +15,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from skyward.providers.cloud import HOST_KEY_VARIABLE
+from skyward.providers.naming import machine_name
 
 if TYPE_CHECKING:
     from skyward.guardian.boot import BootGuardian
@@ -36,11 +37,7 @@ IDENTITY_FILE = ".skyward-runpod.env"
 
 
 def pod_name(pool_id: str, node: int) -> str:
-    return f"{pool_prefix(pool_id)}{node}"
-
-
-def pool_prefix(pool_id: str) -> str:
-    return f"{NAME_PREFIX}{pool_id}-"
+    return machine_name(pool_id, node)
 
 
 def start_command(

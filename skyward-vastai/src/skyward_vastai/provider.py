@@ -26,6 +26,7 @@ from skyward.errors import CapacityError, ProvisionError
 from skyward.guardian.boot import SOURCE_VARIABLE, packed
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import HOST_KEY_VARIABLE, CloudProvider
+from skyward.providers.naming import of_pool
 from skyward.providers.probe import answers_with
 from skyward.providers.ssh import head_port
 from skyward_vastai.account import resolve_api_key
@@ -228,10 +229,10 @@ class VastAIProvider(CloudProvider):
         """This pool's instances Vast still lists, found by label: a create whose answer was lost
         (an error or a dropped connection after Vast had rented the machine) left one whose id we
         never got, and it bills until destroyed. Instances already being destroyed are skipped."""
-        prefix = self.label_prefix(cluster)
         left = []
         for row in await self.api.instances():
-            if not str(row.get("label") or "").startswith(prefix):
+            label = str(row.get("label") or "").partition("@")[0]  # the lease after `@`
+            if of_pool(label, cluster.id, infix="node-") is None:
                 continue
             states = {str(row.get(k) or "") for k in ("actual_status", "intended_status", "cur_state")}
             if states & set(GONE_STATES):

@@ -23,6 +23,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from skyward.providers.cloud import HOST_KEY_VARIABLE
+from skyward.providers.naming import machine_name
 
 if TYPE_CHECKING:
     from skyward.guardian.boot import BootGuardian
@@ -62,12 +63,9 @@ if ids:
 """
 
 
-def pool_prefix(pool_id: str) -> str:
-    return f"{NAME_PREFIX}{pool_id}-".lower()
-
-
 def hostname(pool_id: str, node: int) -> str:
-    return f"{pool_prefix(pool_id)}{node}"
+    """Verda keeps hostnames in lower case: a pool id is (`naming.new_pool_id`)."""
+    return machine_name(pool_id, node).lower()
 
 
 def end_command(api_url: str, host: str) -> str:

@@ -23,12 +23,13 @@ import structlog
 from skyward.errors import CapacityError, ProvisionError
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import CloudProvider
+from skyward.providers.naming import of_pool
 from skyward.providers.probe import answers_with
 from skyward.providers.ssh import head_port
 from skyward_verda.account import resolve_credentials
 from skyward_verda.api import LOGGER, Gone, VerdaAPI, gone
 from skyward_verda.catalog import InstanceType, Offer
-from skyward_verda.machine import end_command, hostname, pool_prefix, startup_script
+from skyward_verda.machine import end_command, hostname, startup_script
 from skyward_verda.pricing import instance_types, locations_for, offers
 
 if TYPE_CHECKING:
@@ -187,11 +188,11 @@ class VerdaProvider(CloudProvider):
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """VMs named for this pool that Verda still lists (a deployment whose answer was lost)."""
-        prefix = pool_prefix(cluster.id)
         return [
             Instance(id=str(row["id"]), node=-1)
             for row in await self.api.instances()
-            if row.get("id") and str(row.get("hostname", "")).startswith(prefix) and not gone(row)
+            if row.get("id") and of_pool(row.get("hostname"), cluster.id.lower()) is not None
+            and not gone(row)
         ]
 
     async def resume_cloud(self, cluster: Cluster) -> None:

@@ -206,6 +206,8 @@ def down(
         raise click.UsageError("name the pools to end, or pass --expired or --all (one of them)")
     now = utc_now()
     found = find(provider, region)
+    if pools:
+        pools = _pool_ids(pools, [m for _, machines in found.machines for m in machines], yes)
     plan: list[tuple[Sweeper, list[Machine], set[str]]] = []
     for sweeper, machines in found.machines:
         if pools:
@@ -262,3 +264,30 @@ def down(
             note("Nothing was left to end.")
     if failed or found.errors:
         raise click.ClickException(f"{len(failed)} thing(s) could not be ended; see the result column")
+
+
+def _pool_ids(names: tuple[str, ...], machines: list[Machine], yes: bool) -> tuple[str, ...]:
+    """The pool ids `sky down NAME...` means. A name is a pool's id (`sky ls` shows ids), or its
+    label (the name the pool was given), which several pools may share: then every pool of that
+    label is meant, after asking (`--yes` does not ask). A name no machine carries is passed on as
+    it is: the pool may have left resources beside machines (a security group, a key)."""
+    from skyward.providers.naming import label_of
+
+    ids: list[str] = []
+    for name in names:
+        exact = {m.pool for m in machines if m.pool == name}
+        labelled = sorted({m.pool for m in machines if label_of(m.pool) == name and m.pool != name})
+        if exact or not labelled:
+            ids.append(name)
+            continue
+        if len(labelled) > 1 and not yes:
+            listed = ", ".join(labelled)
+            if not sys.stdin.isatty():
+                raise click.ClickException(
+                    f"{len(labelled)} pools are labelled {name!r}: {listed}. Name the one to end by its "
+                    "id, or pass --yes to end them all"
+                )
+            click.confirm(f"{len(labelled)} pools are labelled {name!r} ({listed}); end them all?",
+                          abort=True, err=True)
+        ids.extend(labelled)
+    return tuple(dict.fromkeys(ids))

@@ -78,8 +78,12 @@ class Pool:
         # The pool server (skyward/server/) builds a pool's specs from its own table and names the
         # pool with `label=`: a name without loading skyward.toml.
         label = kwargs.pop("label", None)
+        # The id the server keeps for a pool it restores on the same machines (else a new one).
+        pool_id = kwargs.pop("pool_id", None)
         self.specs, self.options = resolve_compute_args(*specs, name=name, options=options, **kwargs)
         self.name = name or label or f"pool-{uuid.uuid4().hex[:8]}"
+        if not (name or label):  # a name made here is unique already, and of an id's form
+            pool_id = pool_id or self.name
         self.bus = EventBus()
         if on_event is not None:
             self.bus.on(Event, on_event)
@@ -88,7 +92,7 @@ class Pool:
         self._loop_thread: LoopThread | None = None
         self._owns_loop = True
         self._scheduler = Scheduler()
-        self._fleet = Fleet(self.name, self.specs, self.options, self.bus, self._scheduler)
+        self._fleet = Fleet(self.name, self.specs, self.options, self.bus, self._scheduler, pool_id=pool_id)
         self._deadlines = Deadlines(self._scheduler, lambda: self._fleet.closing, self._fleet.restart)
         self._scheduler.on_dispatch = self._deadlines.arm
         self._dispatch = Dispatcher(self.name, self._scheduler, self._fleet, self._deadlines)
@@ -112,6 +116,12 @@ class Pool:
     workers_per_node = _FromFleet()
     #: The pool's distributed collections (`sky.dict`, `sky.lock`...: skyward/collections/store.py).
     collections = _FromFleet()
+
+    @property
+    def id(self) -> str:
+        """What the pool's machines, keys and node folders are keyed by: its name made safe plus 8
+        random hex digits, unique where the name is a label pools may share (`sky ls` shows it)."""
+        return str(self._fleet.pool_id)
 
     # -- public: events ----------------------------------------------------------------------------------
 
