@@ -73,6 +73,8 @@ def test_the_console_names_each_skipped_provider_and_its_credential(
         pass
     err = capsys.readouterr().err
     assert RUNPOD_LINE in err and VASTAI_LINE in err, err
+    said = [line for line in err.splitlines() if RUNPOD_LINE in line]
+    assert said and "WARN" in said[0] and "ERROR" not in said[0]  # the pool goes on: a warning
 
 
 def test_the_log_file_names_each_skipped_provider_and_its_credential(tmp_path: Path) -> None:

@@ -239,6 +239,8 @@ class Console:
                 return _Line("INFO", f"node {node}: destroyed {iid}")
             case ev.TaskRetried(task_id=tid, name=name, node=node, attempt=n, reason=reason):
                 return _Line("WARN", f"task {name}#{tid} retry {n} on node {node}{_suffix(reason)}")
+            case ev.SpecSkipped(message=message):  # the pool goes on with the next spec: a warning
+                return _Line("WARN", message, milestone=True)
             case ev.Error(message=message, fatal=fatal, node=node):
                 where = f"node {node}: " if node is not None else ""
                 return _Line("ERROR", f"{where}{'fatal: ' if fatal else ''}{message}", milestone=True)
