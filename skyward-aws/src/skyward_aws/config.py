@@ -187,8 +187,9 @@ class AWS:
         return AWSProvider(self, options)
 
     def volume_storage(self, spec: Spec) -> Storage:
-        """The store of `sky.Volume(storage=None)`: S3 in the pool's region, with short-lived keys
-        for the nodes (`skyward_aws.storage`; imported here, when a pool's volumes are rendered)."""
+        """The store of `sky.Volume(storage=None)`: S3 in the pool's region, with temporary keys for
+        the nodes that reach only `spec`'s volumes (`skyward_aws.storage`; imported here, when a
+        pool's volumes are rendered)."""
         from skyward_aws.storage import natural_storage
 
         return natural_storage(self, spec)

@@ -25,6 +25,8 @@ LEASE_MIN_INTERVAL = 60.0
 LEASE_MAX_INTERVAL = 900.0
 #: Slack beyond the provider's `release_timeout` before the pool reports machines unconfirmed.
 RELEASE_MARGIN = 30.0
+#: How long deleting the keys minted for the pool's volumes may take (seconds; an API call each).
+VOLUME_KEYS_TIMEOUT = 60.0
 
 
 def lease_interval(ttl: float) -> float:
@@ -68,7 +70,31 @@ class MachineRelease:
         report the machines whose end was not confirmed, by id. With `linger` seconds (a clean
         exit with `Options(linger=True)`), the provider may keep them for a later pool instead
         (`Provider.park`): then nothing is terminated or torn down here, and the pool's end reason
-        says so (it begins with `LINGERING`); else the reason is empty."""
+        says so (it begins with `LINGERING`); else the reason is empty. Then, whatever happened,
+        the keys minted for the pool's volumes are given back (`close_volume_stores`): after the
+        machines, whose exit scripts still need them to unmount and upload."""
+        try:
+            return await self._release(provider, cluster, instances, linger)
+        finally:
+            await self.close_volume_stores(cluster)
+
+    async def close_volume_stores(self, cluster: Any) -> None:
+        """Delete the keys minted for `cluster`'s volumes (`client.volumes.close_volume_stores`,
+        blocking API calls, so in a thread, within `VOLUME_KEYS_TIMEOUT`); a key that could not be
+        deleted is reported (an `Error` event naming it, and the log), never raised."""
+        from skyward.client.volumes import close_volume_stores
+
+        try:
+            closing = asyncio.to_thread(close_volume_stores, cluster)
+            failures = await asyncio.wait_for(closing, VOLUME_KEYS_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001 - reported, as below
+            why = f"{type(exc).__name__}: {exc}"
+            failures = [f"the keys minted for the volumes were not confirmed deleted ({why})"]
+        for failure in failures:
+            self.log.error("skyward.volume_keys_left", pool=self.pool, error=failure)
+            self.bus.emit(Error(message=f"{self.pool}: {failure}", fatal=False, pool=self.pool))
+
+    async def _release(self, provider: Any, cluster: Any, instances: list[Any], linger: float) -> str:
         if linger > 0 and instances and await self._park(provider, cluster, instances, time.time() + linger):
             return f"{LINGERING} {linger:.0f} s for the next pool with this spec"
 
