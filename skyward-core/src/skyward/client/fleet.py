@@ -71,6 +71,8 @@ class Fleet:
         #: What every machine, key, node folder and record of this pool is keyed by: unique per pool,
         #: where the name is a label two pools may share (`skyward.providers.naming`).
         self.pool_id = pool_id or new_pool_id(name)
+        #: Node replacements under way (`_replace`), for `teardown` to end first.
+        self._replacements: set[asyncio.Task[None]] = set()
         self.specs = specs
         self.options = options
         self.worker = options.worker_config
@@ -334,7 +336,9 @@ class Fleet:
             return
         reason = restart or (repr(exc) if exc else "worker exited")
         self._remove(node, reason, lost=True, restart=bool(restart))
-        asyncio.get_running_loop().create_task(self._replace(node))
+        replacement = asyncio.get_running_loop().create_task(self._replace(node))
+        self._replacements.add(replacement)  # teardown cancels and awaits what is still starting
+        replacement.add_done_callback(self._replacements.discard)
 
     def restart(self, node: NodeHandle, why: str) -> None:
         """End `node`'s worker process and start it again (a stuck task: see client/deadlines.py)."""
@@ -516,6 +520,12 @@ class Fleet:
         if self._lease is not None:
             self._lease.cancel()
             self._lease = None
+        # A node replacement still starting ends before the machines are given back: left to run,
+        # it would start a worker on a machine being released, after the pool's loop is gone.
+        replacements = list(self._replacements)
+        for replacement in replacements:
+            replacement.cancel()
+        await asyncio.gather(*replacements, return_exceptions=True)
         nodes = self._scheduler.clear()
         for node in nodes:
             where = f"{self.name} shut down on node {node.index}"

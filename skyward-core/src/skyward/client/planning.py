@@ -81,6 +81,9 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     hooks = PoolHooks(tuple(spec.plugins))
     image = hooks.transform_image(spec.image, cluster)
     ops = as_ops(hooks.bootstrap_ops(cluster))
+    from skyward.client.volumes import close_volume_stores
+
+    close_volume_stores(cluster)  # a plan keeps no key it minted for its volumes' ops
     wheels: tuple[str, ...] = ()
     if resolve_source(image) == "local":
         wheels = tuple(f"{PLAN_WORKDIR}/wheels/{s.wheel_name}" for s in shipments() if s.local)
