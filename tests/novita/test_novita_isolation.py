@@ -16,7 +16,9 @@ def live(api: FakeNovita) -> set[object]:
     return set(api.instances)
 
 
-def test_ending_a_pool_leaves_the_machines_of_a_pool_whose_label_extends_its_own(novita_api: FakeNovita) -> None:
+def test_ending_a_pool_leaves_the_machines_of_a_pool_whose_label_extends_its_own(
+    novita_api: FakeNovita,
+) -> None:
     api = novita_api
     with novita_pool(api, label="train-2", accelerator="RTX_4090") as other:
         theirs = live(api)

@@ -16,7 +16,9 @@ def live(api: FakeVerda) -> set[object]:
     return set(api.instances)
 
 
-def test_ending_a_pool_leaves_the_machines_of_a_pool_whose_label_extends_its_own(verda_api: FakeVerda) -> None:
+def test_ending_a_pool_leaves_the_machines_of_a_pool_whose_label_extends_its_own(
+    verda_api: FakeVerda,
+) -> None:
     api = verda_api
     with verda_pool(api, label="train-2", accelerator="A100") as other:
         theirs = live(api)
