@@ -4,6 +4,10 @@ streamed output of a run, read line by line as the server sends it (chunked tran
 The CLI uses it, and so can any program: `Client(server_url(), server_token()).pools()` (both
 from `skyward.client.server_home`). It needs only the standard library, so talking to a server
 costs no import of uvicorn; `call_pickled` is what an attached pool (`skyward.client.attach`) sends.
+
+A token bound to a server (`server_home.Token`, what `server_token()` returns) is sent to that
+server only: to any other URL the request fails after the connection is made (so an unreachable
+server still reads as one) and before a byte of it is sent.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import http.client
 import json
 import os
 import socket
+import ssl
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -31,22 +36,54 @@ class ServerError(SkywardError):
 class Client:
     """One server at `url`, every request with `token`."""
 
-    def __init__(self, url: str, token: str, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, token: str, timeout: float = 30.0, context: ssl.SSLContext | None = None
+                 ) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ServerError(f"{url!r} is not a server URL; expected e.g. http://127.0.0.1:8470")
         self.url = url
         self.token = token
         self.timeout = timeout
+        self.context = context
         self._parsed = parsed
 
     def _connect(self, timeout: float | None) -> http.client.HTTPConnection:
-        kind = http.client.HTTPSConnection if self._parsed.scheme == "https" else http.client.HTTPConnection
-        return kind(self._parsed.hostname or "", self._parsed.port, timeout=timeout)
+        if self._parsed.scheme == "https":
+            from skyward.client.server_home import tls_context
+
+            context = self.context or tls_context(self.url)
+            return http.client.HTTPSConnection(
+                self._parsed.hostname or "", self._parsed.port, timeout=timeout, context=context
+            )
+        return http.client.HTTPConnection(self._parsed.hostname or "", self._parsed.port, timeout=timeout)
+
+    def _check_token(self) -> None:
+        """Refuse to send a token bound to another server (see the module's doc)."""
+        from skyward.client.server_home import TOKEN_ENV, same_server
+
+        bound = getattr(self.token, "url", None)
+        if bound is None or same_server(bound, self.url):
+            return
+        owner = f"the server at {bound}" if bound else "a server that is no longer running"
+        raise ServerError(
+            f"not sending the token of {owner} to {self.url}: a token goes only to the server it came "
+            f"from. Set {TOKEN_ENV} to the token of the server at {self.url}"
+        )
 
     def _send(self, method: str, path: str, body: Any = None, timeout: float | None = None
               ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         connection = self._connect(self.timeout if timeout is None else timeout)
+        try:
+            connection.connect()
+        except OSError as error:
+            connection.close()
+            raise ServerError(f"cannot reach the Skyward server at {self.url} ({error}); "
+                              "is it running? (`sky server status`)") from None
+        try:
+            self._check_token()
+        except ServerError:
+            connection.close()
+            raise
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         payload: Any = None
         if isinstance(body, bytes):

@@ -3,12 +3,24 @@
 Everything lives in `~/.skyward/server/` (`$SKYWARD_HOME/server/`), a folder made 0700:
 
 - `token`: the bearer token every request must carry, written 0600 at each start;
-- `server.json`: the running server's pid, host, port and URL (removed when it stops);
+- `server.json`: the running server's pid and its process's start time, host, port and URL
+  (removed when it stops, also on SIGTERM);
 - `server.log`: what a daemonized server printed (uvicorn's lines, Skyward's log is separate);
 - `pools.db`: the SQLite database of the pools it holds (`skyward.server.store`).
 
 A client finds the server at `--url`, else `$SKYWARD_SERVER_URL`, else the URL in `server.json`;
 its token is `$SKYWARD_SERVER_TOKEN`, else the `token` file (a server on this machine).
+
+A token is sent only to the server it came from (`Token.url`): the `token` file's to the URL in
+`server.json`, `$SKYWARD_SERVER_TOKEN` to `$SKYWARD_SERVER_URL` when that is set. Pointing a command
+at another server (`--url`) then fails before the token leaves, instead of handing this machine's
+server's token to whoever listens there.
+
+A pid alone does not say a process is the server: a server killed with SIGKILL leaves its
+`server.json`, and the pid in it may be reused by any process. So `server.json` also records the
+process's start time (field 22 of `/proc/<pid>/stat`), and a process is taken for the server only
+when both match (`running_state`); where there is no `/proc` (macOS), the server itself is asked,
+with the token, for its pid. `sky server stop` signals only a process taken for the server.
 """
 
 from __future__ import annotations
@@ -16,6 +28,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import ssl
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -80,25 +94,114 @@ def read_state() -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def clear_state(pid: int) -> None:
+def clear_state(pid: Any) -> None:
     """Remove `server.json` if it is still this server's (a newer server may have replaced it)."""
     state = read_state()
     if state is not None and state.get("pid") == pid:
         state_path().unlink(missing_ok=True)
 
 
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs; a zombie (dead, not yet reaped by its parent) does not."""
+def process_start(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot: field 22 of `/proc/<pid>/stat`), or None
+    where there is no `/proc` or no such process. With the pid, it names one process for good."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return fields[19] if len(fields) > 19 else None  # fields[0] is field 3 (the state)
+
+
+def alive(pid: int, started: str | None = None) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not yet reaped by its parent, does not) and,
+    given `started` (`process_start`'s), is the process that started then, not a later one that
+    was given the same pid."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except (OSError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
         return True  # no /proc (macOS): signal 0 is all there is
+    if fields and fields[0] == "Z":
+        return False
+    return started is None or (len(fields) > 19 and fields[19] == started)
+
+
+def running_state() -> dict[str, Any] | None:
+    """The local server's `server.json` when the process it names is that server (see the module's
+    doc), else None: a stale file names a dead server, or a process that merely got its pid."""
+    state = read_state()
+    if state is None:
+        return None
+    pid = int(state.get("pid", 0) or 0)
+    recorded = state.get("process_start")
+    if not alive(pid, recorded):
+        return None
+    if recorded is not None and process_start(pid) is not None:
+        return state  # pid and start time both match: that process is the server
+    return state if _answers_as(state, pid) else None
+
+
+def _answers_as(state: dict[str, Any], pid: int) -> bool:
+    """Whether the server at the state's URL takes this machine's token and says it is `pid`."""
+    from skyward.client.server_api import Client, ServerError
+
+    try:
+        token = token_path().read_text().strip()
+        return Client(str(state["url"]), token, timeout=5).status().get("pid") == pid
+    except (OSError, KeyError, ValueError, ServerError, ConfigurationError):
+        return False
+
+
+class Token(str):
+    """A server token that knows the server it belongs to (`url`; None: any, the user said so)."""
+
+    url: str | None = None
+
+    @classmethod
+    def bound(cls, value: str, url: str | None) -> Token:
+        token = cls(value)
+        token.url = url
+        return token
+
+
+def same_server(one: str, other: str) -> bool:
+    """Whether two server URLs name the same server (scheme, host and port)."""
+    a, b = urllib.parse.urlsplit(one), urllib.parse.urlsplit(other)
+    try:
+        ports = (a.port or _DEFAULT_PORTS.get(a.scheme), b.port or _DEFAULT_PORTS.get(b.scheme))
+    except ValueError:
+        return False
+    hosts = ((a.hostname or "").lower(), (b.hostname or "").lower())
+    return (a.scheme, hosts[0], ports[0]) == (b.scheme, hosts[1], ports[1])
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def tls_context(url: str) -> ssl.SSLContext | None:
+    """For the local server over TLS (`server.json` names its certificate): a context that trusts
+    that certificate alone, so a self-signed one works with no CA; None for any other server (the
+    system's trust, and `$SSL_CERT_FILE`, apply)."""
+    state = read_state()
+    cert = state.get("tls_cert") if state else None
+    if not cert or state is None or not same_server(str(state.get("url", "")), url):
+        return None
+    return pinned_context(str(cert))
+
+
+def pinned_context(cert: str) -> ssl.SSLContext:
+    """A client context trusting the certificate file `cert` alone (its own anchor, whatever the
+    name the server is reached by: pinned, so the name is not what proves it)."""
+    context = ssl.create_default_context(cafile=cert)
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    context.check_hostname = False
+    return context
 
 
 def server_url(url: str | None = None) -> str:
@@ -106,8 +209,8 @@ def server_url(url: str | None = None) -> str:
     chosen = url or os.environ.get(URL_ENV)
     if chosen:
         return chosen.rstrip("/")
-    state = read_state()
-    if state is None or not alive(int(state.get("pid", 0))):
+    state = running_state()
+    if state is None:
         raise ConfigurationError(
             "no Skyward server is running here: start one with `sky server start`, or point to one "
             f"with --url or {URL_ENV}"
@@ -115,15 +218,18 @@ def server_url(url: str | None = None) -> str:
     return str(state["url"])
 
 
-def server_token() -> str:
-    """The token to send: `$SKYWARD_SERVER_TOKEN`, else the local server's token file."""
+def server_token() -> Token:
+    """The token to send: `$SKYWARD_SERVER_TOKEN`, else the local server's token file; bound to
+    the server it belongs to (`Token.url`), to which alone the client sends it."""
     token = os.environ.get(TOKEN_ENV)
     if token:
-        return token.strip()
+        return Token.bound(token.strip(), os.environ.get(URL_ENV) or None)
     try:
-        return token_path().read_text().strip()
+        value = token_path().read_text().strip()
     except OSError:
         raise ConfigurationError(
             f"no server token: set {TOKEN_ENV}, or start a server here with `sky server start` "
             f"(it writes {token_path()})"
         ) from None
+    state = read_state()
+    return Token.bound(value, str(state["url"]) if state and state.get("url") else "")
