@@ -64,7 +64,8 @@ def test_a_killed_servers_local_pool_is_adopted_at_the_next_start(fresh: Server)
     assert wait_gone(worker)  # its channel to the server is gone: the worker exits
 
     fresh.start()
-    assert fresh.request("GET", "/v1/server")[1]["restored"] == {"adopted": ["dev"], "ended": []}
+    restored = fresh.request("GET", "/v1/server")[1]["restored"]
+    assert restored == {"adopted": ["dev"], "ended": [], "failed": []}
     wait_ready(fresh, "dev")
     again, _ = run_where(fresh, "dev")
     assert again != worker and alive(again)
@@ -141,7 +142,8 @@ def test_a_killed_servers_cloud_pool_is_ended_at_the_next_start(tmp_path: Path) 
         store.close()
         try:
             server.start()
-            assert server.request("GET", "/v1/server")[1]["restored"] == {"adopted": [], "ended": ["gpu"]}
+            restored = server.request("GET", "/v1/server")[1]["restored"]
+            assert restored == {"adopted": [], "ended": ["gpu"], "failed": []}
             assert server.request("GET", "/v1/pools")[1]["pools"] == []
 
             def state(instance: str) -> str:

@@ -10,19 +10,28 @@ with `?stream=1` and answered by `dispatch_stream` as it comes: one length-prefi
 (`("item", value)`), then `("ok", None)` or `("error", exception)`. Each call is kept in the
 pool's history (the store's `runs`: `run: train`, exit code 0 or 1).
 
-Unpickling what a client sent runs code in the server, as a script run runs code on the nodes:
-both need the token, and the token is the whole of the trust (see docs/server.md).
+A plain call (`fn(x) >> pool`, a function that is not a generator) holds no thread while its
+task runs: `dispatch_async` hands it to the pool with `Pool.run_async` and awaits the pool's future
+on the event loop, so a thousand calls waiting on their nodes cost the server no thread each.
+Loading and pickling, and the kinds without a future form (`broadcast`, `parallel`, `map`,
+`resize`, a streamed call's items), run on threads drawn from the calls' own limiter.
+
+Unpickling what a client sent runs code in the server process (and a call then runs code on the
+nodes): anyone with the token can run any code as the user who started the server. The token is
+the whole of the trust (see docs/server.md).
 """
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+import anyio.to_thread
 import cloudpickle
 
-from skyward.server.pools import Pools, RequestError
+from skyward.function import PendingFunction, is_generator_function, unwrap_function
+from skyward.server.pools import Held, Pools, RequestError
 
 KINDS = ("run", "broadcast", "parallel", "map", "resize")
 
@@ -80,37 +89,52 @@ def _pickled(kind: str, outcome: tuple[str, Any]) -> bytes:
 
 
 class _Accounted:
-    """One call in the pool's history and its busy count, from its start to its end."""
+    """One call in the pool's history and its busy count, from its start to its end (the store's
+    writes are buffered: this costs the event loop no disk write)."""
 
-    def __init__(self, pools: Pools, name: str, held: Any, kind: str, payload: Any, target: Any) -> None:
+    def __init__(self, pools: Pools, name: str, held: Held, kind: str, payload: Any, target: Any) -> None:
         self.pools, self.name, self.held = pools, name, held
         node = "all" if kind == "broadcast" else "any" if target is None else str(target)
-        held.running += 1
+        held.use()
         self.record = pools.store.run_started(name, f"{kind}: {_named(kind, payload)}", [], node)
 
     def end(self, code: int) -> None:
-        self.held.running -= 1
-        self.held.last_used = time.time()
+        self.held.release()
         self.pools.store.touch(self.name)
         self.pools.store.run_ended(self.record, code)
 
 
-def dispatch(pools: Pools, name: str, data: bytes) -> bytes:
-    """Run one pickled call on the pool `name`; the pickled outcome."""
-    held, call = _load(pools, name, data)
+def _awaitable(kind: str, payload: Any) -> bool:
+    """Whether the call has a future form: a `run` of a function that is not a generator."""
+    return (kind == "run" and isinstance(payload, PendingFunction)
+            and not is_generator_function(unwrap_function(payload.fn)))
+
+
+async def dispatch_async(pools: Pools, name: str, data: bytes, limiter: anyio.CapacityLimiter) -> bytes:
+    """Run one pickled call on the pool `name`; the pickled outcome. A plain call awaits the pool's
+    future; the rest run on a thread from `limiter` (see the module's doc)."""
+    held, call = await anyio.to_thread.run_sync(_load, pools, name, data, limiter=limiter)
     if isinstance(call, bytes):
         return call
     kind, payload, target = call
     accounted = _Accounted(pools, name, held, kind, payload, target)
     code = 1
     try:
-        outcome: tuple[str, Any] = ("ok", _call(held.pool, kind, payload, target))
+        if _awaitable(kind, payload):
+            assert held.pool is not None
+            future = await anyio.to_thread.run_sync(
+                lambda: held.pool.run_async(payload, target=target), limiter=limiter  # type: ignore[union-attr]
+            )
+            value = await asyncio.wrap_future(future)
+        else:
+            value = await anyio.to_thread.run_sync(_call, held.pool, kind, payload, target, limiter=limiter)
+        outcome: tuple[str, Any] = ("ok", value)
         code = 0
     except Exception as error:  # noqa: BLE001 - raised again in the caller's process
         outcome = ("error", error)
     finally:
         accounted.end(code)
-    return _pickled(kind, outcome)
+    return await anyio.to_thread.run_sync(_pickled, kind, outcome, limiter=limiter)
 
 
 def _frame(kind: str, outcome: tuple[str, Any]) -> bytes:

@@ -13,12 +13,19 @@ run (`run`) is a generator task (`skyward.server.script`) whose items are the sc
 script runs on a node at a time (`sys.argv` is the worker's, see that module).
 
 Every change is written to the store first (`skyward.server.store`), so a server that dies leaves
-a row for every pool that may own machines; `restore` reads them at the next start.
+a row for every pool that may own machines; `restore` reads them at the next start. The row keeps
+the pool's table with its secrets replaced by references to the server's environment, and every
+answer shows the table with its secrets masked (`skyward.server.redact`); the table as sent lives
+in memory only, for as long as the pool is held.
+
+A pool is *in use* while a run, a call or a file transfer is under way (`Held.busy`): the idle
+reaper (`reap_idle`) ends only pools that nothing uses, so a long upload is never cut off.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -31,10 +38,20 @@ from skyward.client.pool import Pool
 from skyward.config_records import build_pool
 from skyward.errors import SkywardError
 from skyward.function import function
-from skyward.observe.events import Event, Log, Metric
-from skyward.secrets import mask
+from skyward.observe.events import Event, Log, Metric, TaskCompleted, redact
+from skyward.secrets import mask, register_secret
 from skyward.server.feed import EventFeed
 from skyward.server.files import file_chunks, pack_chunks, unpack_chunks
+from skyward.server.redact import (
+    MissingSecret,
+    Secret,
+    find_secrets,
+    redact_json,
+    resolve,
+    secret_values,
+    shown_form,
+    stored_form,
+)
 from skyward.server.script import run_script
 from skyward.server.store import Store
 
@@ -42,6 +59,9 @@ from skyward.server.store import Store
 STOP_TIMEOUT = 600.0
 #: The providers whose pools a restarted server starts again on the same machines (see `restore`).
 ADOPTABLE = ("local", "ssh")
+#: Events kept as counts in the history, not one row each (see `skyward.server.store`): a task's,
+#: and a bootstrap's output lines.
+COUNTED = ("TaskStarted", "TaskCompleted", "TaskRetried", "BootstrapConsole")
 
 
 class RequestError(Exception):
@@ -85,7 +105,8 @@ class Cancel:
 
 @attrs.define
 class Held:
-    """One pool the server holds, as the HTTP handlers see it."""
+    """One pool the server holds, as the HTTP handlers see it; `config` is its table as sent (with
+    its secrets: never stored, never shown, see `describe`)."""
 
     name: str
     config: dict[str, Any]
@@ -101,6 +122,34 @@ class Held:
     metrics: dict[str, dict[str, dict[str, Any]]] = attrs.field(factory=dict)
     #: Attached scripts' subscriptions to the pool's live events (`pool.on` in a script).
     feed: EventFeed = attrs.field(factory=EventFeed)
+    #: The secrets of `config` (`skyward.server.redact`): masked in every answer about the pool.
+    secrets: list[Secret] = attrs.field(factory=list)
+    _use_lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+    @property
+    def masked(self) -> tuple[str, ...]:
+        """The values to mask out of any text about this pool."""
+        return secret_values(self.secrets)
+
+    def use(self) -> None:
+        """A run, call or transfer starts: the pool is in use (the reaper leaves it)."""
+        with self._use_lock:
+            self.running += 1
+            self.last_used = time.time()
+
+    def release(self) -> None:
+        """What `use` started ended: the pool's idle time counts from now."""
+        with self._use_lock:
+            self.running -= 1
+            self.last_used = time.time()
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        self.use()
+        try:
+            yield
+        finally:
+            self.release()
 
     def describe(self) -> dict[str, Any]:
         spec = self.pool.spec if self.pool is not None and self.state == "ready" else None
@@ -109,7 +158,7 @@ class Held:
             "provider": _provider_name(self.config), "created": self.created, "last_used": self.last_used,
             "nodes": self.pool.current_nodes() if self.pool is not None and self.state == "ready" else 0,
             "accelerator": None if spec is None else _text(getattr(spec, "accelerator", None)),
-            "running": self.running, "config": self.config,
+            "running": self.running, "config": shown_form(self.config, self.secrets, self.masked),
         }
 
 
@@ -124,18 +173,20 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(getattr(value, "name", value))
 
 
-def build(name: str, config: dict[str, Any]) -> Pool:
-    """The pool of `config` (a pool table), named `name`, not started; bad tables raise RequestError."""
+def build(name: str, config: dict[str, Any], pool_id: str | None = None) -> Pool:
+    """The pool of `config` (a pool table), named `name`, not started; bad tables raise RequestError.
+    `pool_id`: the id of a pool started again on its machines (else the pool makes a new one)."""
     where = f"pool {name!r}"
     try:
         spec, options = build_pool(dict(config), where)
     except SkywardError as error:
-        raise RequestError(str(error)) from None
-    return Pool(spec, options=attrs.evolve(options, console=False), label=name)
+        raise RequestError(mask(str(error))) from None
+    return Pool(spec, options=attrs.evolve(options, console=False), label=name, pool_id=pool_id)
 
 
 def end_machines(name: str, config: dict[str, Any]) -> None:
-    """End the machines a dead server's pool `name` left, through its provider's sweeper."""
+    """End the machines a dead server's pool left, through its provider's sweeper; `name` is what
+    they are marked with: the pool's id (its name, for a pool of an older server)."""
     from skyward.extension import registry
 
     log = structlog.get_logger()
@@ -166,16 +217,27 @@ class Pools:
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
-    def create(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
-        """Start a pool called `name` on a thread; returns at once with its state "starting"."""
+    def create(self, name: str, config: dict[str, Any], pool_id: str | None = None) -> dict[str, Any]:
+        """Start a pool called `name` on a thread; returns at once with its state "starting".
+
+        A reference in `config` (`{"from_env": "HF_TOKEN"}`) is resolved from the server's
+        environment first. The secrets of the table are registered (masked in every text this
+        process writes), and the database gets the table with references in their place."""
         if not name or not name.replace("-", "").replace("_", "").isalnum():
             raise RequestError(f"{name!r} is not a pool name: use letters, digits, '-' and '_'")
-        pool = build(name, config)  # a mistake in the table is the request's error, not the thread's
+        try:
+            config = resolve(name, config, os.environ)
+        except MissingSecret as error:
+            raise RequestError(str(error)) from None
+        secrets = find_secrets(config)
+        for value in secret_values(secrets):
+            register_secret(value)
+        pool = build(name, config, pool_id)  # a mistake in the table is the request's error, not the thread's
         with self._lock:
             if name in self._held:
                 raise Conflict(f"the server already holds a pool {name!r}; delete it first, or pick another")
-            held = self._held[name] = Held(name, config)
-        self.store.put_pool(name, config, "starting")
+            held = self._held[name] = Held(name, config, secrets=secrets)
+        self.store.put_pool(name, stored_form(name, config, secrets, os.environ), "starting", pool.id)
         starter = threading.Thread(target=self._start, args=(held, pool), name=f"skyward-start-{name}",
                                    daemon=True)
         starter.start()
@@ -210,9 +272,11 @@ class Pools:
             structlog.get_logger().warning("skyward.server_hold_failed", pool=name, error=mask(str(error)))
 
     def _record(self, held: Held, event: Any) -> None:
-        """Keep a pool's event in its history; of its metric samples only each one's latest (in
-        memory, for `sky compute view`); its output lines not at all."""
+        """Keep a pool's event in its history (a task's as a count); of its metric samples only each
+        one's latest (in memory, for `sky compute view`); its output lines not at all. Every string
+        of it is masked first: subscribers and the database get no secret of the pool."""
         name = held.name
+        event = redact(event, held.masked)
         held.feed.publish(event)
         if isinstance(event, Metric):
             samples = held.metrics.setdefault(str(event.node), {})
@@ -220,15 +284,21 @@ class Pools:
             return
         if isinstance(event, Log):
             return
+        kind = type(event).__name__
         try:
+            if kind in COUNTED:
+                failed = isinstance(event, TaskCompleted) and not event.success
+                self.store.count(name, kind, str(getattr(event, "name", "") or getattr(event, "node", "")),
+                                 mask(event.error, held.masked) if failed else None)
+                return
             data = attrs.asdict(event, recurse=True) if attrs.has(type(event)) else {"event": str(event)}
-            self.store.event(name, type(event).__name__, {k: mask(str(v)) if isinstance(v, str) else v
-                                                          for k, v in data.items()})
+            self.store.event(name, kind, redact_json(data, held.masked))
         except Exception as error:  # noqa: BLE001 - history is best effort; the pool goes on
             structlog.get_logger().debug("skyward.server_event_not_kept", pool=name, error=str(error))
 
-    def delete(self, name: str, wait: bool = True) -> None:
-        """End the pool `name` (its machines released) and forget it."""
+    def delete(self, name: str, wait: bool = True) -> threading.Thread:
+        """End the pool `name` (its machines released) and forget it; the thread that ends it
+        (`wait=False`: the caller waits for it as it can, the HTTP handler without a thread)."""
         held = self._get(name)
         with self._lock:
             if held.state == "stopping":
@@ -240,6 +310,7 @@ class Pools:
         thread.start()
         if wait:
             thread.join(STOP_TIMEOUT)
+        return thread
 
     def _stop(self, held: Held, previous: str) -> None:
         held.started.wait(STOP_TIMEOUT)  # a pool still starting is ended once its start returns
@@ -269,7 +340,8 @@ class Pools:
             thread.join(STOP_TIMEOUT)
 
     def restore(self) -> dict[str, list[str]]:
-        """What a server that died left in the store, taken up again: `{"adopted": [...], "ended": [...]}`.
+        """What a server that died left in the store, taken up again:
+        `{"adopted": [...], "ended": [...], "failed": [...]}`.
 
         Pools on machines that outlive the server and can be reached again are started again
         under the same name: Local and SSH pools on the same node folders of the same hosts (venv
@@ -280,34 +352,65 @@ class Pools:
         reconnected to: its machines, found by the pool's mark, are ended through the provider's
         sweeper (`sky down NAME` does the same), and its guardians end whatever the sweeper could
         not reach `ttl` after the server died. See docs/server.md.
-        """
-        from skyward.providers import linger
 
-        adopted: list[str] = []
-        ended: list[str] = []
+        The stored table's secrets are references (`{"from_env": "HF_TOKEN"}`), read from this
+        server's environment; a pool whose variable is not set is not started again (its machines
+        are ended as above) and is held as "failed", its error naming the variables to set.
+        """
+        outcome: dict[str, list[str]] = {"adopted": [], "ended": [], "failed": []}
         for row in self.store.pools():
             self.store.drop_pool(row.name)
-            live = row.state not in ("stopping", "failed")
-            ttl = float(row.config.get("ttl", 600) or 0)
-            held = live and linger.release_held(row.name, time.time() + ttl)
-            if live and (_provider_name(row.config) in ADOPTABLE or held):
-                try:
-                    self.create(row.name, row.config)
-                except RequestError as error:
-                    structlog.get_logger().warning("skyward.server_restore_failed", pool=row.name,
-                                                   error=mask(str(error)))
-                else:
-                    adopted.append(row.name)
-                    continue
-            if _provider_name(row.config) not in ADOPTABLE:
-                linger.forget([row.name])
-                end_machines(row.name, row.config)
-            ended.append(row.name)
-        structlog.get_logger().info("skyward.server_restored", adopted=adopted, ended=ended)
-        return {"adopted": adopted, "ended": ended}
+            outcome[self._restore_one(row)].append(row.name)
+        structlog.get_logger().info("skyward.server_restored", **outcome)
+        return outcome
+
+    def _restore_one(self, row: Any) -> str:
+        """Take up one pool a dead server left: "adopted", "ended" or "failed"."""
+        from skyward.providers import linger
+
+        log = structlog.get_logger()
+        live = row.state not in ("stopping", "failed")
+        key = row.pool_id or row.name  # what its machines, folders and held record are keyed by
+        try:
+            config = resolve(row.name, row.config, os.environ) if live else row.config
+        except MissingSecret as error:
+            log.warning("skyward.server_restore_failed", pool=row.name, error=str(error))
+            self._end_left_machines(key, row.config)
+            self._hold_failed(row.name, row.config, f"not restored: {error}")
+            return "failed"
+        ttl = float(config.get("ttl", 600) or 0)
+        held = live and linger.release_held(key, time.time() + ttl)
+        if live and (_provider_name(config) in ADOPTABLE or held):
+            try:
+                self.create(row.name, config, pool_id=row.pool_id)
+            except RequestError as error:
+                log.warning("skyward.server_restore_failed", pool=row.name, error=mask(str(error)))
+            else:
+                return "adopted"
+        self._end_left_machines(key, config)
+        return "ended"
+
+    @staticmethod
+    def _end_left_machines(key: str, config: dict[str, Any]) -> None:
+        """A dead server's pool that is not started again: a cloud's machines ended by its sweeper
+        (Local and SSH workers ended with the server, or end with their lease). `key`: the pool's id."""
+        from skyward.providers import linger
+
+        if _provider_name(config) not in ADOPTABLE:
+            linger.forget([key])
+            end_machines(key, config)
+
+    def _hold_failed(self, name: str, stored: dict[str, Any], error: str) -> None:
+        """Show a pool that could not be taken up as "failed" (its table as stored, its error) until
+        it is deleted; nothing of it runs, and nothing of it is written again."""
+        held = Held(name, stored, state="failed", error=error)
+        held.started.set()
+        with self._lock:
+            self._held.setdefault(name, held)
 
     def reap_idle(self, now: float | None = None) -> list[str]:
-        """End the ready pools no run has used for `idle_timeout` seconds; their names."""
+        """End the ready pools nothing has used (no run, call or file transfer) for `idle_timeout`
+        seconds; their names."""
         if self.idle_timeout is None:
             return []
         now = time.time() if now is None else now
@@ -322,6 +425,13 @@ class Pools:
             except RequestError:
                 continue
         return ended
+
+    @contextlib.contextmanager
+    def in_use(self, name: str) -> Iterator[Held]:
+        """The pool `name`, in use for the block (an upload being spooled: not idle)."""
+        held = self._get(name)
+        with held.busy():
+            yield held
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -352,6 +462,10 @@ class Pools:
         self._get(name).started.wait(timeout)
         return self.get(name)
 
+    def started(self, name: str) -> bool:
+        """Whether the start of the pool `name` has returned (ready or failed)."""
+        return self._get(name).started.is_set()
+
     # -- running scripts -----------------------------------------------------------------------------
 
     def targets(self, name: str, node: str) -> tuple[Held, list[int | str]]:
@@ -376,34 +490,41 @@ class Pools:
 
     def upload(self, name: str, node: str, archive: str, destination: str) -> dict[str, list[str]]:
         """Unpack the tar.gz file `archive` (spooled here) into `destination` on the nodes `node`
-        names, streamed to each as it reads it; the paths written, by node."""
+        names, streamed to each as it reads it; the paths written, by node. The pool is in use
+        meanwhile."""
         held, targets = self.targets(name, node)
         assert held.pool is not None
         unpacking = function(unpack_chunks, timeout=None)
         pool = held.pool
-        return {
-            str(t if t != "head" else 0): pool.run(unpacking(file_chunks(archive), destination), target=t)
-            for t in targets
-        }
+        with held.busy():
+            return {
+                str(t if t != "head" else 0): pool.run(unpacking(file_chunks(archive), destination), target=t)
+                for t in targets
+            }
 
     def download(self, name: str, node: str, path: str) -> Iterator[bytes]:
         """`path` on one node (`head` or a rank) as a tar.gz, in chunks as the node makes them;
-        the first is read here, so that a missing path is the request's error."""
+        the first is read here, so that a missing path is the request's error. The pool is in use
+        until the last chunk is read (or the chunks are closed)."""
         if node == "all":
             raise RequestError("download from one node: --node head or a rank")
         held, targets = self.targets(name, node)
         assert held.pool is not None
-        chunks = iter(held.pool.run(function(pack_chunks, timeout=None)(path), target=targets[0]))
-        first = next(chunks, b"")
-        return itertools.chain([first], chunks)
+        held.use()
+        try:
+            chunks = iter(held.pool.run(function(pack_chunks, timeout=None)(path), target=targets[0]))
+            first = next(chunks, b"")
+        except BaseException:
+            held.release()
+            raise
+        return InUse(chunks, held, first)
 
     def run(self, held: Held, target: int | str, script: str, source: str, argv: list[str],
             cancel: Cancel) -> Iterator[tuple[str, Any]]:
         """Run the script on one node; its `(stream, text)` chunks, then `("exit", code)`."""
         assert held.pool is not None
         lock = held.node_locks.setdefault(str(target), threading.Lock())
-        with lock:
-            held.running += 1
+        with lock, held.busy():
             try:
                 call = function(run_script, timeout=None)(script, source, argv)
                 remote = held.pool.run(call, target=target)
@@ -416,6 +537,37 @@ class Pools:
                 finally:
                     remote.close()
             finally:
-                held.running -= 1
-                held.last_used = time.time()
                 self.store.touch(held.name)
+
+
+class InUse:
+    """A download's chunks, the pool in use until they are all read or `close`d (also when never
+    read: a generator that never started would not run its `finally`)."""
+
+    def __init__(self, chunks: Iterator[bytes], held: Held, first: bytes) -> None:
+        self._chunks, self._held, self._first, self._closed = chunks, held, [first], False
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> InUse:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._first:
+            return self._first.pop()
+        try:
+            return next(self._chunks)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            close = getattr(self._chunks, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._held.release()
