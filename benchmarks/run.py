@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--repeat N] [--json PATH] [--peers A,B]
 
-Cases: start, latency, throughput, payload, joblib, ssh, collections, floor, defaults (see the case_*.py
+Cases: start, latency, throughput, payload, joblib, ssh, wan, collections, floor, defaults (see the case_*.py
 modules). Every figure is measured `--repeat` times per framework and the table shows the medians; the
 JSON file keeps every run. Peers (Ray, Dask, loky, ProcessPoolExecutor) are optional: one that is not
 installed shows "missing" (`pip install -r benchmarks/requirements.txt`), one left out with
@@ -37,6 +37,7 @@ import case_payload  # noqa: E402
 import case_ssh  # noqa: E402
 import case_start  # noqa: E402
 import case_throughput  # noqa: E402
+import case_wan  # noqa: E402
 import peers  # noqa: E402
 from common import FAILED, MISSING, NOT_APPLICABLE, SKIPPED, Config, Figure  # noqa: E402
 
@@ -45,12 +46,12 @@ WARM_CASES = (case_latency, case_throughput, case_payload)
 CASES = {
     c.NAME: c
     for c in (
-        case_start, *WARM_CASES, case_joblib, case_ssh, case_bootstrap, case_linger, case_collections,
-        case_floor, case_defaults,
+        case_start, *WARM_CASES, case_joblib, case_ssh, case_wan, case_bootstrap, case_linger,
+        case_collections, case_floor, case_defaults,
     )
 }
-ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "bootstrap", "linger", "collections",
-         "floor", "defaults")
+ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "wan", "bootstrap", "linger",
+         "collections", "floor", "defaults")
 
 
 def log(message: str) -> None:
@@ -212,6 +213,7 @@ def run_skyward_only(case: Any, what: str, config: Config, selected: list[str]) 
 #: they run, each with what the log line says it measures.
 SKYWARD_ONLY = (
     (case_ssh, "Skyward over OpenSSH on loopback"),
+    (case_wan, "Skyward over OpenSSH behind a delaying proxy (50 and 150 ms round trips)"),
     (case_bootstrap, "cold SSH pool vs its uv install floor"),
     (case_linger, "Skyward on the fake RunPod, parked pods against new ones"),
     (case_collections, "Skyward's distributed collections on Local"),
@@ -362,6 +364,11 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
     r = m("ssh.payload_vs_floor")
     name = "ssh: 100 MB to each of 2 nodes vs raw channels"
     rows.append(row(name, ">= 0.70 of the floor", r, None if r is None else r >= 0.7))
+    for rtt in case_wan.rtts_ms():
+        for what, goal in (("noop", 1.2), ("map", 5.0), ("gather", 5.0)):
+            r = m(f"wan{rtt}.{what}")
+            name = f"wan {rtt} ms: {_WAN_NAMES[what]}"
+            rows.append(row(name, f"<= {goal:g} RTT", r, None if r is None else r <= goal, " RTT"))
     r = m("collections.vs_noop")
     name = "collections: strong increment p50 vs no-op round trip"
     rows.append(row(name, "<= 2x", r, None if r is None else r <= 2))
@@ -381,6 +388,13 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
         name = f"collections: 10,000 increments, 4 nodes, {executor}"
         rows.append(row(name, "exactly 10,000", total, met, ""))
     return rows
+
+
+_WAN_NAMES = {
+    "noop": "one >> no-op",
+    "map": f"pool.map of {case_wan.MAP_ITEMS} no-ops",
+    "gather": f"sky.gather of {case_wan.GATHER_ITEMS} no-ops",
+}
 
 
 def machine() -> dict[str, object]:

@@ -1,0 +1,157 @@
+"""Case, WAN: Skyward's remote path across a real network's round trip, counted in round trips.
+
+Every other remote figure is on loopback, where a round trip costs ~0.1 ms; a user sits 20-150 ms
+from their machines. The two OpenSSH hosts of the ssh case (`tests/ssh/ssh_hosts.py`) are put
+behind a user-space TCP proxy (`wan_proxy.py`, in its own process) that delays every chunk by a
+one-way delay, in order: 25 ms each way for a 50 ms round trip, then 75 ms for 150 ms. The pool
+connects to the proxy's ports on 127.0.0.1 (known_hosts pins each sshd's key for its proxy's
+`[127.0.0.1]:port` too). Each figure is divided by the configured round trip (RTTs), beside the
+floor measured through the same proxy: one byte echoed by `cat` over a raw SSH exec channel.
+
+- one `>>` of a no-op (median of a few), target <= 1.2 RTT;
+- `pool.map` of 400 no-ops on the 2 nodes, target <= 5 RTTs;
+- `sky.gather` of 200 no-ops, target <= 5 RTTs;
+- a warm pool of 2 ready (the hosts already hold the environment and uv): `with sky.Compute(...)`
+  entered, in RTTs (no target: context).
+
+Default configuration throughout (`sky.Worker()`). `SKYWARD_BENCH_WAN_RTTS=50,150` (the default)
+picks the round trips in ms; the proxy's bandwidth cap (`WanProxy(rate_mbit=...)`) is not used by
+these figures. Only Skyward runs it; without sshd it reports "missing".
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from common import Config, Figure
+
+NAME = "wan"
+PEERS = ("Skyward",)
+SSH_TESTS = Path(__file__).resolve().parents[1] / "tests" / "ssh"
+MAP_ITEMS = 400
+GATHER_ITEMS = 200
+
+
+def rtts_ms() -> list[int]:
+    text = os.environ.get("SKYWARD_BENCH_WAN_RTTS", "50,150")
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def figures() -> list[Figure]:
+    rows = []
+    for rtt in rtts_ms():
+        at = f"wan {rtt} ms RTT"
+        rows += [
+            Figure(f"wan{rtt}.floor", f"{at}: ssh exec echo through the proxy p50 (RTTs)", "RTTs", "lower"),
+            Figure(f"wan{rtt}.noop", f"{at}: one `>>` no-op p50 (RTTs)", "RTTs", "lower"),
+            Figure(f"wan{rtt}.map", f"{at}: pool.map of {MAP_ITEMS} no-ops, 2 nodes (RTTs)", "RTTs", "lower"),
+            Figure(f"wan{rtt}.gather", f"{at}: sky.gather of {GATHER_ITEMS} no-ops (RTTs)", "RTTs", "lower"),
+            Figure(f"wan{rtt}.warm_start", f"{at}: warm 2-host pool ready (RTTs)", "RTTs", "lower"),
+        ]
+    return rows
+
+
+def available() -> bool:
+    sys.path.insert(0, str(SSH_TESTS))
+    try:
+        from ssh_hosts import find_sshd
+    except ImportError:
+        return False
+    return find_sshd() is not None
+
+
+def proxied(hosts: Any, ports: list[int], folder: Path) -> Any:
+    """`hosts` as seen through the proxy: each server at 127.0.0.1:<its proxy's port>, with a
+    known_hosts that pins the real server's key for that address too."""
+    servers = [
+        types.SimpleNamespace(address="127.0.0.1", port=port, user=s.user, host_key=s.host_key,
+                              target=f"{s.user}@127.0.0.1:{port}")
+        for s, port in zip(hosts.servers, ports, strict=True)
+    ]
+    known = folder / f"known_hosts_{'_'.join(map(str, ports))}"
+    lines = [f"[127.0.0.1]:{s.port} {s.host_key.export_public_key().decode().strip()}\n" for s in servers]
+    known.write_text(hosts.known_hosts.read_text() + "".join(lines))
+    return types.SimpleNamespace(servers=servers, key_file=hosts.key_file, known_hosts=known)
+
+
+def provider(view: Any) -> Any:
+    import skyward as sky
+
+    return sky.SSH(hosts=[s.target for s in view.servers], key_file=str(view.key_file),
+                   known_hosts=str(view.known_hosts), python=sys.executable)
+
+
+def measure(config: Config) -> dict[str, list[float]]:
+    import bench_tasks
+    import cloudpickle
+    from case_ssh import ChannelEcho
+    from ssh_hosts import ssh_pool, start_hosts
+    from wan_proxy import WanProxy
+
+    import skyward as sky
+
+    cloudpickle.register_pickle_by_value(bench_tasks)
+    runs: dict[str, list[float]] = {f.key: [] for f in figures()}
+    folder = Path(tempfile.mkdtemp(prefix="skyward-bench-wan-"))
+    hosts = start_hosts(folder, 2)
+    try:
+        with ssh_pool(hosts):  # the environment built once, on loopback: the hosts are warm after
+            pass
+        for rtt_ms in rtts_ms():
+            rtt = rtt_ms / 1e3
+            upstreams = [(s.address, s.port) for s in hosts.servers]
+            with WanProxy(upstreams, delay=rtt / 2) as proxy:
+                view = proxied(hosts, proxy.ports, folder)
+                key = f"wan{rtt_ms}"
+                for _ in range(config.repeat):
+                    began = time.perf_counter()
+                    with sky.Compute(provider=provider(view), console=False, logging=False):
+                        runs[f"{key}.warm_start"].append((time.perf_counter() - began) / rtt)
+                echo = ChannelEcho(view)
+                try:
+                    with sky.Compute(provider=provider(view), console=False, logging=False) as pool:
+                        measure_pool(pool, echo, rtt, key, runs, config)
+                finally:
+                    echo.close()
+        return runs
+    finally:
+        hosts.stop()
+        cloudpickle.unregister_pickle_by_value(bench_tasks)
+
+
+def measure_pool(
+    pool: Any, echo: Any, rtt: float, key: str, runs: dict[str, list[float]], config: Config
+) -> None:
+    import bench_tasks
+
+    import skyward as sky
+
+    noop = sky.function(bench_tasks.noop)
+    for _ in range(3):  # the function reaches both workers; the first calls are not measured
+        noop() >> pool
+    pool.map(bench_tasks.noop, range(20))
+    calls = config.pick(9, 5)
+    for _ in range(config.repeat):
+        echo.round_trips(2)
+        runs[f"{key}.floor"].append(statistics.median(echo.round_trips(calls)) / rtt)
+        samples = []
+        for _ in range(calls):
+            began = time.perf_counter()
+            noop() >> pool
+            samples.append(time.perf_counter() - began)
+        runs[f"{key}.noop"].append(statistics.median(samples) / rtt)
+        began = time.perf_counter()
+        results = pool.map(bench_tasks.noop, range(MAP_ITEMS))
+        runs[f"{key}.map"].append((time.perf_counter() - began) / rtt)
+        assert results == list(range(MAP_ITEMS)), "map returned the wrong results"
+        began = time.perf_counter()
+        results = sky.gather(*(noop(i) for i in range(GATHER_ITEMS))) >> pool
+        runs[f"{key}.gather"].append((time.perf_counter() - began) / rtt)
+        assert list(results) == list(range(GATHER_ITEMS)), "gather returned the wrong results"
