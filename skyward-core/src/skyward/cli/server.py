@@ -33,21 +33,35 @@ def server() -> None:
 
 @server.command("start")
 @click.option("--host", default=home.DEFAULT_HOST, show_default=True,
-              help="The address to listen on; anything but 127.0.0.1 lets other machines in.")
+              help="The address to listen on; anything but 127.0.0.1 lets other machines in, and "
+                   "needs --tls-cert/--tls-key or --expose plain-http.")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535),
               help="The port to listen on; 0 picks a free one.")
 @click.option("--idle-timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
               help="End a pool no script has used for this long (default: never).")
 @click.option("--foreground", is_flag=True, help="Stay attached (logs on stderr; Ctrl-C stops the server).")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Serve HTTPS with this certificate (with --tls-key).")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="The certificate's private key.")
+@click.option("--expose", type=click.Choice(["plain-http"]), default=None,
+              help="Listen on a non-loopback --host over plain HTTP: the token and the pickled calls, "
+                   "which run code in the server, cross the network readable.")
+@click.option("--max-calls", type=click.IntRange(min=1), default=None,
+              help="Calls and runs in flight at once; one more is answered 429 (default 64).")
 @json_option
-def start(host: str, port: int, idle_timeout: float | None, foreground: bool, as_json: bool) -> None:
+def start(
+    host: str, port: int, idle_timeout: float | None, foreground: bool, tls_cert: str | None,
+    tls_key: str | None, expose: str | None, max_calls: int | None, as_json: bool,
+) -> None:
     """Start the pool server (a daemon unless --foreground); prints its URL."""
     from skyward.server import daemon
 
+    options = {"tls_cert": tls_cert, "tls_key": tls_key, "expose": expose, "max_calls": max_calls}
     if foreground:
-        daemon.serve(host, port, idle_timeout)
+        daemon.serve(host, port, idle_timeout, **options)
         return
-    state = daemon.spawn(host, port, idle_timeout)
+    state = daemon.spawn(host, port, idle_timeout, **options)
     if as_json:
         emit_json(state)
     else:

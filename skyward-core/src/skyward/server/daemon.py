@@ -83,8 +83,8 @@ def check_exposure(host: str, tls: bool, expose: str | None) -> None:
         f"reach {host} and has the token (which travels in clear, as does every call's pickle, unpickled "
         "in the server) runs code in the server process, as you, and on your pools. Keep the default "
         "127.0.0.1 and reach it through a tunnel (ssh -L 8470:127.0.0.1:8470 this-host), or serve TLS "
-        f"({TLS_CERT_ENV}=cert.pem {TLS_KEY_ENV}=key.pem), or accept plain HTTP by setting "
-        f"{EXPOSE_ENV}={PLAIN_HTTP}"
+        f"(--tls-cert cert.pem --tls-key key.pem, or {TLS_CERT_ENV}/{TLS_KEY_ENV}), or accept plain "
+        f"HTTP (--expose {PLAIN_HTTP}, or {EXPOSE_ENV}={PLAIN_HTTP})"
     )
 
 
