@@ -119,3 +119,32 @@ def assert_replaced_and_retried(seen: list[sky.Event], run: Preemption, reason: 
     replaced = [e for e in seen if isinstance(e, sky.InstanceReplaced)]
     assert [(e.node, e.old_id, e.new_id) for e in replaced] == [(1, run.old, run.ran_on)]
     assert [(e.node, e.attempt) for e in seen if isinstance(e, sky.TaskRetried)] == [(1, 1)]
+
+
+def assert_a_pool_leaves_the_machines_of_a_label_extending_its_own(
+    make_pool: Callable[..., Any], live: Callable[[], set[Any]], accelerator: str,
+) -> None:
+    """A pool labelled `train-2` runs while a pool labelled `train` starts and ends: ending
+    `train` leaves every machine of `train-2` (a clean-up by name prefix took them), and
+    `train-2` still answers. `make_pool(label=..., accelerator=...)` is a quiet pool on the
+    cloud's fake; `live()` the machines the fake holds now."""
+    with make_pool(label="train-2", accelerator=accelerator) as other:
+        theirs = live()
+        with make_pool(label="train", accelerator=accelerator) as pool:
+            assert square(2) >> pool == 4
+        assert theirs <= live(), "ending `train` ended the machines of `train-2`"
+        assert square(3) >> other == 9
+
+
+def assert_two_pools_of_one_label_keep_apart(
+    make_pool: Callable[..., Any], live: Callable[[], set[Any]], accelerator: str,
+) -> None:
+    """Two pools of one label (the same script started twice, `Train` and `train` alike) have
+    ids of their own, and the second one's end leaves the first's machines."""
+    with make_pool(label="Train", accelerator=accelerator) as first:
+        theirs = live()
+        with make_pool(label="train", accelerator=accelerator) as second:
+            assert first.id != second.id
+            assert square(2) >> second == 4
+        assert theirs <= live(), "the second `train` ended the first's machines"
+        assert square(3) >> first == 9

@@ -1,15 +1,16 @@
-"""One pool never ends another's pods: each pool has an id of its own (its label plus random
-digits), and a pool's clean-up matches its pods by that whole id, never by a prefix.
-
-Reproduced as a user meets it on the fake RunPod: a pool labelled `train-2` runs while a pool
-labelled `train` starts and ends, and a script's pool runs while the same script starts again.
+"""One pool never ends another's machines: each pool has an id of its own (its label plus random
+digits), and a pool's clean-up matches its machines by that whole id, never by a prefix
+(`cloud_workloads` holds the two cases, run here on the fake API).
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from cloud_workloads import square
+import pytest
+from cloud_workloads import assert_a_pool_leaves_the_machines_of_a_label_extending_its_own as extends
+from cloud_workloads import assert_two_pools_of_one_label_keep_apart as same_label
 from fake_runpod import FakeRunPod
 from runpod_support import runpod, runpod_pool
 
@@ -17,23 +18,9 @@ from skyward.providers.base import Cluster
 from skyward_runpod.provider import RunPodProvider
 
 
-def test_ending_a_pool_leaves_the_pods_of_a_pool_whose_label_extends_its_own(runpod_api: FakeRunPod) -> None:
-    with runpod_pool(runpod_api, label="train-2", accelerator="A100") as other:
-        theirs = set(runpod_api.pods)
-        with runpod_pool(runpod_api, label="train", accelerator="A100") as pool:
-            assert square(2) >> pool == 4
-        assert theirs <= set(runpod_api.pods), "ending `train` deleted the pods of `train-2`"
-        assert square(3) >> other == 9
-
-
-def test_two_pools_of_one_label_keep_apart(runpod_api: FakeRunPod) -> None:
-    with runpod_pool(runpod_api, label="train", accelerator="A100") as first:
-        theirs = set(runpod_api.pods)
-        with runpod_pool(runpod_api, label="train", accelerator="A100") as second:
-            assert first.id != second.id and first.name == second.name == "train"
-            assert square(2) >> second == 4
-        assert theirs <= set(runpod_api.pods), "the second `train` deleted the first's pods"
-        assert square(3) >> first == 9
+@pytest.mark.parametrize("case", [extends, same_label], ids=["label-extends-its-own", "same-label"])
+def test_a_pools_end_leaves_the_machines_of_another_pool(runpod_api: FakeRunPod, case: Any) -> None:
+    case(lambda **kwargs: runpod_pool(runpod_api, **kwargs), lambda: set(runpod_api.pods), "A100")
 
 
 def test_the_clean_up_takes_the_pods_of_exactly_its_pool_id(runpod_api: FakeRunPod) -> None:

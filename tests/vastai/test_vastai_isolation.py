@@ -1,37 +1,19 @@
 """One pool never ends another's machines: each pool has an id of its own (its label plus random
-digits), and a pool's clean-up matches its machines by that whole id, never by a prefix.
-
-Reproduced as a user meets it on the fake API: a pool labelled `train-2` runs while a pool
-labelled `train` starts and ends, and a pool runs while another of the same label starts and ends.
+digits), and a pool's clean-up matches its machines by that whole id, never by a prefix
+(`cloud_workloads` holds the two cases, run here on the fake API).
 """
 
 from __future__ import annotations
 
-from cloud_workloads import square
+from typing import Any
+
+import pytest
+from cloud_workloads import assert_a_pool_leaves_the_machines_of_a_label_extending_its_own as extends
+from cloud_workloads import assert_two_pools_of_one_label_keep_apart as same_label
 from vast_server import FakeVast
 from vast_support import vast_pool
 
 
-def live(api: FakeVast) -> set[object]:
-    return {i.id for i in api.live}
-
-
-def test_ending_a_pool_leaves_the_machines_of_a_pool_whose_label_extends_its_own(vast: FakeVast) -> None:
-    api = vast
-    with vast_pool(api, label="train-2", accelerator="RTX 4090") as other:
-        theirs = live(api)
-        with vast_pool(api, label="train", accelerator="RTX 4090") as pool:
-            assert square(2) >> pool == 4
-        assert theirs <= live(api), "ending `train` ended the machines of `train-2`"
-        assert square(3) >> other == 9
-
-
-def test_two_pools_of_one_label_keep_apart(vast: FakeVast) -> None:
-    api = vast
-    with vast_pool(api, label="Train", accelerator="RTX 4090") as first:
-        theirs = live(api)
-        with vast_pool(api, label="train", accelerator="RTX 4090") as second:
-            assert first.id != second.id
-            assert square(2) >> second == 4
-        assert theirs <= live(api), "the second `train` ended the first's machines"
-        assert square(3) >> first == 9
+@pytest.mark.parametrize("case", [extends, same_label], ids=["label-extends-its-own", "same-label"])
+def test_a_pools_end_leaves_the_machines_of_another_pool(vast: FakeVast, case: Any) -> None:
+    case(lambda **kwargs: vast_pool(vast, **kwargs), lambda: {i.id for i in vast.live}, "RTX 4090")
