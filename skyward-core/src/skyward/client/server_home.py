@@ -148,13 +148,28 @@ def running_state() -> dict[str, Any] | None:
 
 
 def _answers_as(state: dict[str, Any], pid: int) -> bool:
-    """Whether the server at the state's URL takes this machine's token and says it is `pid`."""
-    from skyward.client.server_api import Client, ServerError
+    """Whether the server at the state's URL takes this machine's token and says it is `pid`.
+
+    A plain request of its own (`GET /v1/server`), not `server_api.Client`, which builds on this
+    module: the two stay one layer each."""
+    import http.client
 
     try:
+        url = urllib.parse.urlsplit(str(state["url"]))
         token = token_path().read_text().strip()
-        return Client(str(state["url"]), token, timeout=5).status().get("pid") == pid
-    except (OSError, KeyError, ValueError, ServerError, ConfigurationError):
+        if url.scheme == "https":
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                url.hostname or "", url.port, timeout=5, context=tls_context(str(state["url"]))
+            )
+        else:
+            connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=5)
+        try:
+            connection.request("GET", "/v1/server", headers={"Authorization": f"Bearer {token}"})
+            answer = connection.getresponse()
+            return answer.status == 200 and json.loads(answer.read()).get("pid") == pid
+        finally:
+            connection.close()
+    except (OSError, KeyError, ValueError, http.client.HTTPException, ConfigurationError):
         return False
 
 
