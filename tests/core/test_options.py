@@ -12,14 +12,15 @@ from skyward.options import LogConfig, Options, Worker
 # --- Worker
 
 
-def test_worker_defaults_to_one_thread_slot() -> None:
+def test_worker_defaults_to_one_thread_slot_and_the_adaptive_window() -> None:
     worker = Worker()
     assert (worker.concurrency, worker.buffer, worker.executor, worker.reuse_processes) == (
         1,
-        0,
+        None,
         "auto",
         True,
     )
+    assert worker.slots == 1  # the adaptive window's extra varies, and is not counted
 
 
 def test_worker_auto_executor_resolves_to_thread() -> None:

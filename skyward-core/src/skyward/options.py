@@ -112,16 +112,20 @@ def _check_bool(owner: str) -> Any:
 class Worker:
     """Task slots per node and the executor that runs them.
 
-    ``concurrency`` tasks run at once on each node; ``buffer`` more are sent ahead so a short task
-    never waits for a round trip. ``"thread"`` (what ``"auto"`` means today) has the lowest
-    overhead; ``"process"`` sidesteps the GIL for CPU-bound pure Python.
+    ``concurrency`` tasks run at once on each node. More are sent ahead to wait on the worker, so
+    a node never idles for a round trip between tasks: by default as many as cover the node's
+    measured round trip at its measured pace (an adaptive window per node, at most 64 beyond
+    ``concurrency``: client/node.py); ``buffer=N`` fixes that at ``N`` (``buffer=0``: none sent
+    ahead). ``"thread"`` (what ``"auto"`` means today) has the lowest overhead; ``"process"``
+    sidesteps the GIL for CPU-bound pure Python.
     """
 
     concurrency: int = attrs.field(
         default=1, validator=_number("Worker", minimum=1, strict=False, integer=True, example="4")
     )
-    buffer: int = attrs.field(
-        default=0, validator=_number("Worker", minimum=0, strict=False, integer=True, example="2")
+    buffer: int | None = attrs.field(
+        default=None,
+        validator=_number("Worker", minimum=0, strict=False, integer=True, optional=True, example="2"),
     )
     executor: Executor = attrs.field(default="auto", validator=_one_of("Worker", EXECUTORS))
     reuse_processes: bool = attrs.field(default=True, validator=_check_bool("Worker"))
@@ -133,8 +137,9 @@ class Worker:
 
     @property
     def slots(self) -> int:
-        """Tasks the scheduler may hand one node at once: running plus prefetched."""
-        return self.concurrency + self.buffer
+        """Tasks one node holds for sure: running plus a fixed ``buffer`` (the adaptive window's
+        extra, when ``buffer`` is None, varies with the node's round trip and is not counted)."""
+        return self.concurrency + (self.buffer or 0)
 
 
 def _level(value: object) -> str:

@@ -42,7 +42,7 @@ class Load:
     waiting: int
     #: Tasks waiting of any kind, pinned ones included: a pool with any does not shrink.
     queued: int
-    #: Tasks one node runs at once (`Worker.concurrency + buffer`, times workers per node).
+    #: Tasks one node runs at once (`Worker.slots`, times workers per node).
     slots_per_node: int
     #: How many of the highest-numbered nodes, counted down from the last, have idled for the
     #: idle timeout (the count stops at the first that has not).
@@ -129,7 +129,7 @@ class AutoscaleDriver:
         waiting, queued = self._scheduler.backlog()
         return Load(
             nodes=fleet.size, waiting=waiting, queued=queued,
-            slots_per_node=(worker.concurrency + worker.buffer) * fleet.workers_per_node,
+            slots_per_node=worker.slots * fleet.workers_per_node,
             idle_tail=fleet.idle_tail(now, self._options.autoscale_idle_timeout),
         )
 

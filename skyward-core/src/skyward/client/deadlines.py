@@ -1,6 +1,8 @@
 """Deadlines: task time limits, workers stuck past a cancel, and cancelling a task (loop thread).
 
-A task's limit runs from its dispatch. When it passes, the task fails with `TimeoutError` at once
+A task's limit runs from its dispatch, or, for a task sent ahead to wait on its worker behind the
+tasks running there (the node's window, client/node.py), from when a slot there frees for it.
+When it passes, the task fails with `TimeoutError` at once
 and its worker is told to cancel it; a task still running `STUCK_GRACE` later (blocked in C code,
 which no cancel reaches) is ended with its worker process, the only way to stop a thread.
 """
@@ -41,10 +43,14 @@ class Deadlines:
         self._log = structlog.get_logger()
 
     def arm(self, task: TaskState) -> None:
-        """The task's time limit, counted from its dispatch."""
+        """The task's time limit, counted from its dispatch, or for a task sent ahead to wait on
+        its worker (`task.waits`), from when it takes a freed slot there: the sweep reads that
+        from `started_at`, and a short limit's timer is armed then (the node calls this again)."""
         if task.timeout is not None and task.timer is None:
             loop = asyncio.get_running_loop()
             if task.timeout < COARSE_TIMEOUT:
+                if task.waits:
+                    return
                 left = task.started_at + task.timeout - loop.time()  # a CALL handed over may have waited
                 task.timer = loop.call_later(max(0.0, left), self.timed_out, task)
             elif self._sweeper is None:
@@ -64,7 +70,9 @@ class Deadlines:
             for task in node.running():
                 if task.timeout is None or task.timeout < COARSE_TIMEOUT:
                     continue
-                if now - task.started_at >= task.timeout:
+                if task.waits:  # its limit has not started
+                    waiting = True
+                elif now - task.started_at >= task.timeout:
                     self.timed_out(task)
                 else:
                     waiting = True

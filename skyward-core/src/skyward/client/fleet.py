@@ -278,11 +278,14 @@ class Fleet:
         self.announce.launched(self.provider, instance, worker)
         info = self._place(index, total, worker)
         key = index * self.workers_per_node + worker
+        buffer = self.worker.buffer
         node = NodeHandle(
-            index, instance, info, channel, self.worker.concurrency + self.worker.buffer,
+            index, instance, info, channel, self.worker.concurrency,
             self.bus.emit, self.on_node_lost, self._scheduler.pump_soon, key=key,
             listens=self.bus.listens, pool=self.name, tally=self.bus.tally,
+            fixed_window=None if buffer is None else self.worker.concurrency + buffer,
         )
+        node.on_start = self._scheduler.started  # a task that waited there: its time limit starts
         hello = Hello(
             info=info, concurrency=self.worker.concurrency, executor=self.worker.resolved_executor,
             reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),

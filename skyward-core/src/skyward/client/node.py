@@ -9,12 +9,16 @@ marked task announced again is a retry of the same task, not a new one (`TaskTal
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from skyward.client import telemetry
+from skyward.client.deadlines import COARSE_TIMEOUT
 from skyward.client.shipping import FunctionLedger
 from skyward.messages import RemoteFailure
 from skyward.observe.events import Error, Log, TaskCompleted, TaskStarted
@@ -34,6 +38,34 @@ if TYPE_CHECKING:
 PREFETCH_HORIZON = 0.005
 #: The most tasks a node holds beyond its slots.
 PREFETCH_MAX = 64
+#: The most tasks the adaptive window (`window_size`) sends a node beyond its running slots.
+WINDOW_MAX = 64
+#: Below this round trip to service time ratio the window sends nothing ahead: keeping a task
+#: waiting on a worker then gains under an eighth of a task each time, and may cost a whole task
+#: at the end of a map (that task waits there while another node has nothing to do).
+WINDOW_MIN_RATIO = 0.125
+#: The pace is measured over the last this many to twice as many answers.
+PACE_TASKS = 16
+#: The round trip is the least seen over the last one or two of these periods (as TCP's min RTT
+#: filter): queueing only adds to a sample, and a route that got slower is seen within two.
+RTT_EPOCH = 10.0
+
+
+def window_size(concurrency: int, rtt: float | None, pace: float | None, maximum: int = WINDOW_MAX) -> int:
+    """How many tasks a node may hold at once to cover its round trip, as TCP sizes its window.
+
+    `pace`: the node's time per task while it is kept busy (its service time over its running
+    slots); `rtt`: its round trip. A node that finishes a task every `pace` seconds needs
+    `rtt / pace` more on their way or waiting for it, besides the `concurrency` it runs, so it
+    never idles waiting for the next one: `concurrency + ceil(rtt / pace)`, at most `maximum`
+    beyond `concurrency`. Without both estimates, or with a round trip under `WINDOW_MIN_RATIO`
+    of a task, just `concurrency`.
+    """
+    if rtt is None or pace is None:
+        return concurrency
+    if rtt < pace * WINDOW_MIN_RATIO:
+        return concurrency
+    return concurrency + min(maximum, math.ceil(rtt / max(pace, 1e-7)))
 
 
 class NodeStartError(RuntimeError):
@@ -55,6 +87,7 @@ class NodeHandle:
         listens: Callable[[type[Any]], bool] = lambda _: True,
         pool: str = "",
         tally: TaskTally | None = None,
+        fixed_window: int | None = None,
     ) -> None:
         self.index = index
         #: The scheduler's key: the global worker index (the node index with one worker per node).
@@ -62,7 +95,22 @@ class NodeHandle:
         self.instance = instance
         self.info = info
         self.channel = channel
+        #: Tasks that run at once on the worker (`Worker.concurrency`).
         self.capacity = capacity
+        #: `Worker(buffer=N)` given: the node holds at most `capacity + N` tasks, whatever its round
+        #: trip. None: the adaptive window (`window_size`).
+        self.fixed_window = fixed_window
+        #: The node's round trip (seconds): the least PING/PONG round trip of the last two samples'
+        #: `RTT_EPOCH`s (`ping`); None until the first.
+        self.rtt: float | None = None
+        # The least sample of this period and of the one before, and when this one ends.
+        self._rtt_least = self._rtt_before = float("inf")
+        self._rtt_until = float("-inf")
+        self._ping_at: float | None = None
+        #: Tasks sent beyond the running slots, waiting on the worker in the order it runs them.
+        self.waiting: deque[TaskState] = deque()
+        #: Called with a waiting task when it takes a freed slot (its time limit starts then).
+        self.on_start: Callable[[TaskState], Any] = lambda task: None
         self.emit = emit
         self._on_lost = on_lost
         self._on_free = on_free
@@ -75,8 +123,12 @@ class NodeHandle:
         #: Takes no new task: a stuck task waits for the others to finish before its worker is
         #: replaced (see `Deadlines.check_stuck`).
         self.draining = False
-        # Seconds between completions while busy (moving average), and the last completion.
-        self._pace: float | None = None
+        # The node's pace (`pace`): seconds of work over the tasks they were spent on, over the
+        # last `PACE_TASKS` to twice that many answers, for the function `_pace_key`; and the last
+        # completion.
+        self._work = 0.0
+        self._done = 0.0
+        self._pace_key: bytes | None = None
         self._last_done = 0.0
         #: The functions the worker holds, and the lock every write of a task to it takes.
         self.functions = FunctionLedger()
@@ -115,6 +167,7 @@ class NodeHandle:
             self.lane = self.channel.enable_lane()
         self.ready = True
         self._last_done = self._loop.time()  # idle from now (see idle_for)
+        self.ping()  # the first round trip, for the window (the worker answers with a PONG)
         return answer
 
     def start_pings(self, interval: float) -> None:
@@ -124,16 +177,60 @@ class NodeHandle:
 
         def ping() -> None:
             if not self.lost:
-                self.channel.send(Kind.PING)
+                self.ping()
                 self._loop.call_later(interval, ping)
 
         self._loop.call_later(interval, ping)
 
+    def ping(self) -> None:
+        """Send a PING. One sent while the node holds no task is a round trip sample (`rtt`): the
+        worker answers it at once, where behind tasks its PONG would wait for them (and a task's
+        own answer includes its work). One at a time: a PONG answers the first PING in flight.
+        Sent after the handshake, by the ttl watchdog's timer, and when a node that has not been
+        sampled for an `RTT_EPOCH` has nothing left to run (`_finish`)."""
+        if self._ping_at is None and not (self.inflight or self.sent_now or self.stuck):
+            self._ping_at = self._loop.time()
+        self.channel.send(Kind.PING)
+
+    def _rtt_sample(self, sample: float, now: float) -> None:
+        """A round trip seen: `rtt` is the least of this sample's `RTT_EPOCH` and the one before
+        (as TCP's min RTT filter: a slower route is seen within two)."""
+        if now > self._rtt_until:  # a new period
+            self._rtt_before, self._rtt_least = self._rtt_least, sample
+            self._rtt_until = now + RTT_EPOCH
+        elif sample < self._rtt_least:
+            self._rtt_least = sample
+        self.rtt = min(self._rtt_before, self._rtt_least)
+
     @property
     def free_slots(self) -> int:
+        """Running slots free on the worker: a task sent now starts at once."""
         if self.draining:
             return 0
         return self.capacity - len(self.inflight) - len(self.stuck) - len(self.sent_now)
+
+    @property
+    def held(self) -> int:
+        """Tasks this node holds: running, waiting on the worker, written from a caller's thread."""
+        return len(self.inflight) + len(self.stuck) + len(self.sent_now)
+
+    def window(self, key: bytes) -> int:
+        """How many tasks of the function `key` this node may hold at once (running and waiting):
+        `Worker(buffer=)`'s fixed window, else `window_size` from its round trip and its pace on
+        that function (only that one: another function's pace says nothing of this one's)."""
+        if self.draining:
+            return 0
+        if self.fixed_window is not None:
+            return self.fixed_window
+        if key != self._pace_key:
+            return self.capacity
+        return window_size(self.capacity, self.rtt, self._work / self._done)
+
+    @property
+    def pace(self) -> float | None:
+        """Seconds per task while this node is kept busy, on the function it ran last (the round
+        trip taken out, see `_finish`); None before its first answer."""
+        return self._work / self._done if self._done else None
 
     def idle_for(self, now: float) -> float:
         """Seconds this node has had nothing to run (0 while it runs a task): an elastic pool
@@ -142,27 +239,34 @@ class NodeHandle:
             return 0.0
         return now - self._last_done
 
-    def prefetch(self) -> int:
+    def prefetch(self, key: bytes | None = None) -> int:
         """Tasks of a `map` this node may hold beyond its slots (see `PREFETCH_HORIZON`).
 
         None unless it finished a task within the horizon and its oldest task is younger than
-        that: a long task, or a node that was idle, gets no more than its slots.
+        that: a long task, or a node that was idle, gets no more than its slots; with `key`, none
+        unless its pace was measured on that function.
         """
-        if self._pace is None or self.stuck:
+        if not self._done or self.stuck:
+            return 0
+        if key is not None and key != self._pace_key:
             return 0
         now = self._loop.time()
         if now - self._last_done > PREFETCH_HORIZON:
             return 0
         if self.inflight and now - next(iter(self.inflight.values())).started_at > PREFETCH_HORIZON:
             return 0
-        return min(PREFETCH_MAX, int(PREFETCH_HORIZON / max(self._pace, 1e-6)))
+        return min(PREFETCH_MAX, int(PREFETCH_HORIZON / max(self._work / self._done, 1e-6)))
 
     # -- sending --------------------------------------------------------------------------------------
 
-    def dispatch(self, task: TaskState) -> None:
-        """Send a task the scheduler placed here (loop thread)."""
+    def dispatch(self, task: TaskState, waits: bool = False) -> None:
+        """Send a task the scheduler placed here (loop thread). `waits`: no running slot is free
+        (`free_slots`), so it waits on the worker, which runs tasks in arrival order, until one is."""
         task.worker = self.key
-        task.started_at = self._loop.time()
+        task.sent_at = task.started_at = self._loop.time()
+        task.waits = waits
+        if waits:
+            self.waiting.append(task)
         self.inflight[task.id] = task
         self.started(task)
         functions = self.functions
@@ -197,7 +301,9 @@ class NodeHandle:
         answered on the reply lane (the caller holds the lane).
         """
         task.worker = self.key
-        task.started_at = self._loop.time()  # the loop's clock is monotonic: readable from any thread
+        # The loop's clock is monotonic: readable from any thread. Sent to an idle slot: it starts now.
+        task.sent_at = task.started_at = self._loop.time()
+        task.waits = False
         self.sent_now[task.id] = task
         if call:
             task.call = True
@@ -276,7 +382,9 @@ class NodeHandle:
 
     def forget(self, task_id: int) -> None:
         """Stop counting a task in flight: it is queued again elsewhere."""
-        self.inflight.pop(task_id, None)
+        task = self.inflight.pop(task_id, None)
+        if task is not None and task.waits:
+            self._unwait(task)
 
     def abandon(self, task_id: int) -> None:
         """A task past its time limit: told to stop, it keeps its slot (`stuck`) until it does."""
@@ -321,6 +429,7 @@ class NodeHandle:
         tasks = self.running()
         self.inflight.clear()
         self.stuck.clear()
+        self.waiting.clear()
         self.flush_logs()
         return tasks
 
@@ -383,6 +492,10 @@ class NodeHandle:
             telemetry.emit_batch(self, frame.payload)
         elif kind is Kind.COLLECTION and self.on_collection is not None:
             self.on_collection(self, frame)
+        elif kind is Kind.PONG and self._ping_at is not None:
+            now = self._loop.time()
+            self._rtt_sample(now - self._ping_at, now)
+            self._ping_at = None
 
     def _undecodable(self, frame: Frame) -> None:
         """A frame whose payload would not unpickle here (see `Undecodable`): the task it answers
@@ -434,6 +547,8 @@ class NodeHandle:
         task twice."""
         if task_id in self.stuck:
             self.stuck.discard(task_id)
+            if self.waiting:
+                self._start_next(self._loop.time())
             self._on_free(None)
             return None
         task = self.inflight.pop(task_id, None)
@@ -444,14 +559,58 @@ class NodeHandle:
         if task is None:
             return None
         now = self._loop.time()
-        interval = now - max(self._last_done, task.started_at)
-        self._pace = interval if self._pace is None else 0.75 * self._pace + 0.25 * interval
+        if task.waits:  # answered before the slot it waited for was seen to free
+            self._unwait(task)
+        elif self.waiting:  # its slot frees for the first task waiting there (`_start_next`, inline)
+            started = self.waiting.popleft()
+            started.waits = False
+            started.started_at = now
+            timeout = started.timeout
+            if timeout is not None and timeout < COARSE_TIMEOUT and not started.done:
+                self.on_start(started)
+        # The answer as a sample of the node's pace (the window's input with its round trip). Its
+        # work on the worker began when it arrived there (half a round trip after its sending) or
+        # when the task before it ended (that answer came half a round trip later), whichever came
+        # last, and ended half a round trip before this answer: it took `now - max(last answer,
+        # sent + rtt)`. The pace is the work over the tasks (a worker sends the answers of short
+        # tasks in bursts: one long interval, then none), started afresh for another function.
+        # Inline: every task's path.
+        if now > self._rtt_until and not self.inflight and self._ping_at is None and not self.sent_now:
+            self.ping()  # idle, and not sampled for a while (see `ping`)
+        interval = now - max(self._last_done, task.sent_at + (self.rtt or 0.0))
+        if interval < 0.0:
+            interval = 0.0
+        key = task.function.key
+        if key is self._pace_key or key == self._pace_key:
+            self._work += interval
+            self._done += 1.0
+            if self._done >= PACE_TASKS * 2:  # the older half counts half as much
+                self._work *= 0.5
+                self._done *= 0.5
+        else:
+            self._work, self._done, self._pace_key = interval, 1.0, key
         self._last_done = now
         self._on_free(task)
         if task.done:
             return None
         task.report_end = None  # counted by the caller, as the worker answered (`_completed`)
         return task
+
+    def _start_next(self, now: float) -> None:
+        """A slot freed on the worker: the first task waiting there starts in it, and its time
+        limit with it (a long limit is read by the deadlines' sweep from `started_at`; a short
+        one has its own timer, armed now). A cancelled one takes the slot too, answered at once."""
+        task = self.waiting.popleft()
+        task.waits = False
+        task.started_at = now
+        timeout = task.timeout
+        if timeout is not None and timeout < COARSE_TIMEOUT and not task.done:
+            self.on_start(task)
+
+    def _unwait(self, task: TaskState) -> None:
+        task.waits = False
+        with contextlib.suppress(ValueError):
+            self.waiting.remove(task)
 
     def _completed(self, task: TaskState, success: bool, error: str = "") -> None:
         """Count `task`'s end: its worker's answer, or an end the pool gave it (`TaskState.report_end`,

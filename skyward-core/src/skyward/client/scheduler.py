@@ -1,7 +1,12 @@
 """Placement: which node runs the next task.
 
 Tasks wait in one queue; a task pinned to a node (`target=`, broadcast) waits for that node, the
-rest go round-robin to ready nodes with a free slot (`Worker.concurrency + buffer` per node).
+rest go round-robin to ready nodes, to a free running slot first (`Worker.concurrency` per node),
+then into a node's window: tasks sent ahead to wait on the worker, so it never idles for a round
+trip between them. A node's window (`NodeHandle.window`) covers its measured round trip at its
+measured pace on the task's function, or is `Worker(buffer=)`'s fixed one; what a node holds
+beyond its running slots is also held to its fair share of the work left (`pump`), so a node
+never takes a map's items while another could run them.
 The scheduler also holds the pool's worker handles by key: the fleet (client/fleet.py) adds and
 removes them through the methods below, and nothing else writes them. Runs on the pool's loop
 only, except `idle_node` (see there).
@@ -25,6 +30,9 @@ class Scheduler:
         #: Called with each task `pump` sends (the pool arms its time limit: client/deadlines.py).
         self.on_dispatch: Callable[[TaskState], Any] = lambda task: None
         self._queue: deque[TaskState] = deque()
+        #: Queued tasks any node may run (not pinned), those ended while queued included until
+        #: `pump` drops them: kept count of, as the fair share reads it at every pump.
+        self._loose = 0
         self._next = 0
         # Dispatched tasks that are not part of a map, until they are done: while there is one, no
         # node takes map tasks beyond its slots, so a map never overtakes work sent before it.
@@ -84,9 +92,17 @@ class Scheduler:
     def enqueue(self, task: TaskState) -> None:
         """Queue a task at the back; the caller pumps once after a batch."""
         self._queue.append(task)
+        if task.target is None:
+            self._loose += 1
 
     def requeue(self, task: TaskState) -> None:
         self._queue.appendleft(task)
+        if task.target is None:
+            self._loose += 1
+
+    def started(self, task: TaskState) -> None:
+        """A task that waited on its worker took a slot there: its time limit starts now."""
+        self.on_dispatch(task)
 
     @property
     def waiting(self) -> bool:
@@ -101,6 +117,7 @@ class Scheduler:
     def drain(self) -> list[TaskState]:
         tasks = list(self._queue)
         self._queue.clear()
+        self._loose = 0
         return tasks
 
     def idle_node(self, task: TaskState) -> NodeHandle | None:
@@ -163,64 +180,130 @@ class Scheduler:
         return True
 
     def pump(self) -> None:
-        """Place every queued task that has a slot; keep the rest in order.
+        """Place every queued task that has room; keep the rest in order.
 
         It runs after every result, so when nothing can be placed it stops at the first task
         instead of walking (or copying) the whole queue: a `map` of 10,000 items stays linear.
-        Each node's room is counted once per pump: its free slots, and for the tasks of a `map`
-        (`task.prefetch`) the extra tasks it may hold while it finishes short tasks quickly.
+        Each node's room is counted once per pump (again only when a task of another function
+        comes up, as a node's window is its pace on one function): `_room`.
+
+        A task any node may run goes to a free running slot first, round-robin; failing that,
+        into a node's window. A pinned task waits for its node, and no task behind it is placed
+        on that node in this pump, so a node busy with a map is not kept busy past it.
         """
         queue = self._queue
         if self._exclusive:  # also with nothing queued: a finished task must not be kept alive here
             self._exclusive = {t for t in self._exclusive if not t.done}
         if not queue:
             return
-        room: dict[int, list[int]] = {}  # node index -> [free slots, free slots with prefetch]
         nodes = self._nodes
-        for index, node in nodes.items():
-            if node.ready:
-                slots = node.free_slots
-                extra = 0 if self._exclusive else node.prefetch()
-                if slots + extra > 0:
-                    room[index] = [slots, slots + extra]
         order = sorted(nodes)
+        function = queue[0].function
+        room, idle = self._room(function.key)
+        closed: set[int] = set()  # nodes a pinned task waits for
         waiting: deque[TaskState] = deque()  # pinned tasks whose node is busy, in order
         while queue:
             task = queue[0]
             if task.done:
                 queue.popleft()
-                continue
-            index = self._pick(task, room, order)
-            if index is None:
-                if task.target is None and not room:
-                    break
-                waiting.append(queue.popleft())
                 if task.target is None:
-                    break  # no room for it anywhere: the tasks behind it keep their turn
+                    self._loose -= 1
                 continue
+            if task.function is not function:  # the tasks of one call share it
+                if task.function.key != function.key:
+                    room, idle = self._room(task.function.key, closed)
+                function = task.function
+            target = task.target
+            if target is not None:
+                left = room.get(target)
+                index = target if left is not None and left[2] > 0 else None
+                if index is None:
+                    waiting.append(queue.popleft())
+                    if room.pop(target, None) is not None:
+                        closed.add(target)
+                    continue
+            else:
+                index = self._next_with_room(order, room, 0) if idle else None
+                if index is None:
+                    index = self._next_with_room(order, room, 3 if task.prefetch else 1)
+                if index is None:
+                    break  # no room for it anywhere: the tasks behind it keep their turn
+                self._loose -= 1
             queue.popleft()
             left = room[index]
+            waits = left[0] <= 0  # no running slot free there: it waits on the worker
+            if not waits:
+                idle -= 1
             left[0] -= 1
             left[1] -= 1
-            if left[1] <= 0:
+            left[2] -= 1
+            left[3] -= 1
+            if left[2] <= 0 and left[3] <= 0:
                 del room[index]
-            nodes[index].dispatch(task)
+            nodes[index].dispatch(task, waits)
             self.on_dispatch(task)
             if not task.prefetch:
                 self._exclusive.add(task)
-                # No more prefetch in this pump either.
-                room = {i: [slots, slots] for i, (slots, _) in room.items() if slots > 0}
+                for left in room.values():  # no more prefetch in this pump either
+                    left[3] = left[1]
         queue.extendleft(reversed(waiting))
 
-    def _pick(self, task: TaskState, room: dict[int, list[int]], order: list[int]) -> int | None:
-        """The index of the node for `task` among those with `room` for it, or None."""
-        kind = 1 if task.prefetch else 0
+    def _room(self, key: bytes, closed: set[int] | None = None) -> tuple[dict[int, list[int]], int]:
+        """Each ready node's room for tasks of the function `key`, and how many running slots are
+        free in all: node index -> [free running slots, room for a task any node may run, for a
+        pinned task, for a map's task].
 
-        def fits(index: int) -> bool:
+        A pinned task may fill its node's window (no other node could run it). A task any node
+        may run may fill it too, but what the node holds beyond its running slots stays within
+        its fair share of the work left to start (queued here or waiting on a worker, split
+        evenly over the ready nodes): a node never holds tasks that would wait on it while another
+        could run them. A fixed window (`Worker(buffer=)`) is the user's, and is not cut. A map's
+        task may also take a node's prefetch (`NodeHandle.prefetch`) while no other task is in
+        flight (`_exclusive`).
+        """
+        nodes = self._nodes
+        ready = [node for node in nodes.values() if node.ready]
+        if not ready:
+            return {}, 0
+        backlog = self._loose
+        for node in ready:
+            backlog += len(node.waiting)
+        share = backlog // len(ready)
+        prefetch = not self._exclusive
+        room: dict[int, list[int]] = {}
+        idle_total = 0
+        for index, node in nodes.items():
+            if not node.ready or (closed and index in closed):
+                continue
+            held = node.held
+            window = node.window(key)
+            pinned = window - held
+            fixed = node.fixed_window is not None
+            loose = pinned if fixed else min(window, node.capacity + share) - held
+            mapped = loose
+            if prefetch:
+                extra = node.prefetch(key)
+                if extra:
+                    base = window if fixed else node.capacity
+                    mapped = max(loose, base - held + extra)
+            if pinned > 0 or mapped > 0:
+                idle = node.free_slots
+                room[index] = [idle, loose, pinned, mapped]
+                if idle > 0:
+                    idle_total += idle
+        return room, idle_total
+
+    def _next_with_room(self, order: list[int], room: dict[int, list[int]], column: int) -> int | None:
+        """The next node in round-robin order whose `room[...][column]` is positive (the turn
+        moves on only when one is chosen), or None."""
+        start, count = self._next, len(order)
+        for step in range(count):
+            index = order[(start + step) % count]
             left = room.get(index)
-            return left is not None and left[kind] > 0
-
-        return self._choose(task, order, fits)
+            if left is not None and left[column] > 0:
+                self._next = (start + step + 1) % count
+                return index
+        return None
 
     def _choose(self, task: TaskState, order: list[int], fits: Callable[[int], bool]) -> int | None:
         """`task`'s pinned node if it fits, else the next fitting node in round-robin order (the

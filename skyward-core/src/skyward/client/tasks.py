@@ -36,7 +36,7 @@ class TaskState:
     __slots__ = (
         "id", "name", "function", "parts", "target", "timeout", "window", "inputs", "future", "waiter",
         "value", "error", "stream", "collected", "worker", "attempts", "timer", "started_at", "done",
-        "prefetch", "call", "report_end",
+        "prefetch", "call", "report_end", "sent_at", "waits",
     )
 
     def __init__(
@@ -78,7 +78,14 @@ class TaskState:
         self.worker: int | None = None
         self.attempts = 0
         self.timer: asyncio.TimerHandle | None = None
+        #: When it was written to its worker (the loop's clock).
+        self.sent_at = 0.0
+        #: When its time limit started: when it was sent, or, for a task sent to wait on its
+        #: worker behind the tasks running there (`waits`, see client/node.py), when one of them
+        #: ended and it took that slot.
         self.started_at = 0.0
+        #: Sent ahead to wait on its worker until a slot there frees; its time limit is not armed yet.
+        self.waits = False
         self.done = False
         #: May be sent to a node beyond its slots while the node finishes short tasks (a `map`).
         self.prefetch = False
