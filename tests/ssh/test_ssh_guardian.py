@@ -275,7 +275,8 @@ def test_a_pool_back_on_its_node_as_the_lease_ends_starts_after_the_end_and_stay
     try:
         lapsed = lambda: "the lease lapsed" in (folder / agent.LOG).read_text()  # noqa: E731
         assert wait_until(lapsed, 10)  # ending: in its grace for the worker that ignores SIGTERM
-        with ssh_pool(ssh_hosts, servers=[0], label=name, ttl=5) as pool:  # the server names pools so
+        # A restarted server starts its pool again under the pool's id (`Pool(pool_id=...)`).
+        with ssh_pool(ssh_hosts, servers=[0], label=name, pool_id=name, ttl=5) as pool:
             first = worker_pid() >> pool
             assert not agent.alive(old_guardian)  # the start waited for the end to be over
             assert old_worker.poll() is not None
