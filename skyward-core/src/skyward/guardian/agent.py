@@ -165,7 +165,9 @@ class Guardian:
             now = time.monotonic()
             self.observe(now)
             if self.lease.lapsed(now, self.open_renewers()) and self.confirm_end():
-                return "lapsed"
+                # A folder removed just before its renewer closed is a clean stop seen late
+                # (the client removes the folder, then drops the connection), not a lapse.
+                return "lapsed" if os.path.isdir(self.dir) else "gone"
             time.sleep(TICK)
 
     def confirm_end(self) -> bool:
