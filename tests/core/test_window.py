@@ -1,5 +1,5 @@
-"""The adaptive window (client/node.py, client/scheduler.py): how many tasks a node holds beyond
-the ones it runs, so it never idles for a round trip between them. Nothing here is timed against
+"""The adaptive window (client/window.py, client/node.py, client/scheduler.py): how many tasks a
+node holds beyond the ones it runs, so it never idles for a round trip between them. Nothing here is timed against
 a target: the window's size from its inputs, its bounds, and what it must never do (run more than
 `concurrency` at once, keep an idle node from work, override `Worker(buffer=)`)."""
 
@@ -16,10 +16,11 @@ import pytest
 from core_support import local_pool
 
 import skyward as sky
-from skyward.client.node import WINDOW_MAX, WINDOW_MIN_RATIO, NodeHandle, window_size
+from skyward.client.node import NodeHandle
 from skyward.client.preparation import build_task, shipped
 from skyward.client.scheduler import Scheduler
 from skyward.client.tasks import TaskState
+from skyward.client.window import WINDOW_MAX, WINDOW_MIN_RATIO, window_size
 from skyward.wire import Frame, Kind
 
 pytestmark = pytest.mark.timeout(60)

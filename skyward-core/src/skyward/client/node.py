@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,13 @@ import structlog
 from skyward.client import telemetry
 from skyward.client.deadlines import COARSE_TIMEOUT
 from skyward.client.shipping import FunctionLedger
+from skyward.client.window import (
+    PACE_TASKS,
+    PREFETCH_HORIZON,
+    PREFETCH_MAX,
+    RTT_EPOCH,
+    window_size,
+)
 from skyward.messages import RemoteFailure
 from skyward.observe.events import Error, Log, TaskCompleted, TaskStarted
 from skyward.wire import Frame, Kind, Undecodable, as_kind
@@ -30,42 +36,6 @@ if TYPE_CHECKING:
     from skyward.providers.base import Instance
     from skyward.task.instance import InstanceInfo
     from skyward.transport.base import Channel
-
-
-#: A node that is finishing short tasks one after another is sent more tasks of a `map` than its
-#: slots: as many as it finishes in about this long. A map of short tasks then never waits for a
-#: round trip, while no task waits behind more than this much queued work.
-PREFETCH_HORIZON = 0.005
-#: The most tasks a node holds beyond its slots.
-PREFETCH_MAX = 64
-#: The most tasks the adaptive window (`window_size`) sends a node beyond its running slots.
-WINDOW_MAX = 64
-#: Below this round trip to service time ratio the window sends nothing ahead: keeping a task
-#: waiting on a worker then gains under an eighth of a task each time, and may cost a whole task
-#: at the end of a map (that task waits there while another node has nothing to do).
-WINDOW_MIN_RATIO = 0.125
-#: The pace is measured over the last this many to twice as many answers.
-PACE_TASKS = 16
-#: The round trip is the least seen over the last one or two of these periods (as TCP's min RTT
-#: filter): queueing only adds to a sample, and a route that got slower is seen within two.
-RTT_EPOCH = 10.0
-
-
-def window_size(concurrency: int, rtt: float | None, pace: float | None, maximum: int = WINDOW_MAX) -> int:
-    """How many tasks a node may hold at once to cover its round trip, as TCP sizes its window.
-
-    `pace`: the node's time per task while it is kept busy (its service time over its running
-    slots); `rtt`: its round trip. A node that finishes a task every `pace` seconds needs
-    `rtt / pace` more on their way or waiting for it, besides the `concurrency` it runs, so it
-    never idles waiting for the next one: `concurrency + ceil(rtt / pace)`, at most `maximum`
-    beyond `concurrency`. Without both estimates, or with a round trip under `WINDOW_MIN_RATIO`
-    of a task, just `concurrency`.
-    """
-    if rtt is None or pace is None:
-        return concurrency
-    if rtt < pace * WINDOW_MIN_RATIO:
-        return concurrency
-    return concurrency + min(maximum, math.ceil(rtt / max(pace, 1e-7)))
 
 
 class NodeStartError(RuntimeError):
@@ -561,13 +531,8 @@ class NodeHandle:
         now = self._loop.time()
         if task.waits:  # answered before the slot it waited for was seen to free
             self._unwait(task)
-        elif self.waiting:  # its slot frees for the first task waiting there (`_start_next`, inline)
-            started = self.waiting.popleft()
-            started.waits = False
-            started.started_at = now
-            timeout = started.timeout
-            if timeout is not None and timeout < COARSE_TIMEOUT and not started.done:
-                self.on_start(started)
+        elif self.waiting:  # its slot frees for the first task waiting there
+            self._start_next(now)
         # The answer as a sample of the node's pace (the window's input with its round trip). Its
         # work on the worker began when it arrived there (half a round trip after its sending) or
         # when the task before it ended (that answer came half a round trip later), whichever came
