@@ -1,7 +1,7 @@
 """The adaptive window (client/window.py, client/node.py, client/scheduler.py): how many tasks a
-node holds beyond the ones it runs, so it never idles for a round trip between them. Nothing here is timed against
-a target: the window's size from its inputs, its bounds, and what it must never do (run more than
-`concurrency` at once, keep an idle node from work, override `Worker(buffer=)`)."""
+node holds beyond the ones it runs, so it never idles for a round trip between them. Nothing here
+is timed against a target: the window's size from its inputs, its bounds, and what it must never
+do (run more than `concurrency` at once, keep an idle node from work, override `Worker(buffer=)`)."""
 
 from __future__ import annotations
 
