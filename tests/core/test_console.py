@@ -11,6 +11,7 @@ import pytest
 
 import skyward as sky
 from skyward.observe import events as ev
+from skyward.observe.bus import EventBus
 from skyward.observe.console import Console, format_duration, resolve_mode
 
 
@@ -23,7 +24,7 @@ class TTYStringIO(io.StringIO):
 
 def _run(mode: str, events: list[ev.Event], stream: io.StringIO | None = None) -> str:
     stream = stream if stream is not None else io.StringIO()
-    bus = ev.EventBus()
+    bus = EventBus()
     console = Console(mode, stream=stream)  # type: ignore[arg-type]
     console.attach(bus)
     try:
@@ -211,7 +212,7 @@ def test_unknown_console_mode_is_rejected() -> None:
 
 def test_detached_console_stops_printing() -> None:
     stream = io.StringIO()
-    bus = ev.EventBus()
+    bus = EventBus()
     detach = Console("log", stream=stream).attach(bus)
     detach()
     bus.emit(ev.Log(node=0, line="late"))
@@ -319,7 +320,7 @@ def test_a_failed_task_is_printed_at_once_among_counted_tasks() -> None:
 
 def test_task_detail_prints_each_tasks_start_and_end() -> None:
     stream = io.StringIO()
-    bus = ev.EventBus()
+    bus = EventBus()
     console = Console("log", stream=stream, task_detail=True)
     console.attach(bus)
     for event in _task_events(2):

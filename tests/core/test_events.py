@@ -9,8 +9,11 @@ import attrs
 import pytest
 import structlog
 
+import skyward as sky
 from skyward.errors import BootstrapFailed
 from skyward.observe import events as ev
+from skyward.observe.bus import EventBus, redact
+from skyward.secrets import mask_secrets
 from skyward.task.instance import InstanceInfo
 
 
@@ -67,37 +70,53 @@ def test_every_event_carries_pool_and_time() -> None:
     assert before <= event.time <= time.time()
 
 
-def test_bootstrap_error_event_is_distinct_from_the_exception() -> None:
-    event = ev.BootstrapError(node=0, phase="pip", command="pip install x", output_tail="E: no")
+def test_bootstrap_failure_event_is_distinct_from_the_exception() -> None:
+    event = ev.BootstrapPhaseFailed(node=0, phase="pip", command="pip install x", output_tail="E: no")
     assert isinstance(event, ev.Event)
     assert not isinstance(event, BaseException)
-    assert ev.BootstrapError is not BootstrapFailed
+    assert ev.BootstrapPhaseFailed is not BootstrapFailed
+
+
+def test_an_error_report_is_an_event_not_an_exception() -> None:
+    event = ev.ErrorReported(message="a replacement could not start", node=1)
+    assert isinstance(event, ev.Event)
+    assert not isinstance(event, BaseException)
+    skipped = ev.SpecSkipped(message="skipping", provider="RunPod", reason="no key")
+    assert isinstance(skipped, ev.ErrorReported)
+
+
+def test_the_documented_names_are_the_same_event_classes() -> None:
+    """`sky.Error` and `sky.BootstrapError`, as the reference pages first named them, still match."""
+    assert sky.Error is sky.ErrorReported and sky.BootstrapError is sky.BootstrapPhaseFailed
+    match ev.ErrorReported(message="m", fatal=True):
+        case sky.Error(fatal=fatal):
+            assert fatal
 
 
 def test_mask_secrets_replaces_every_occurrence() -> None:
-    assert ev.mask_secrets("key=abc123 again abc123", ["abc123"]) == "key=*** again ***"
+    assert mask_secrets("key=abc123 again abc123", ["abc123"]) == "key=*** again ***"
 
 
 def test_mask_secrets_masks_longest_secret_whole() -> None:
-    assert ev.mask_secrets("token=abcdef", ["abc", "abcdef"]) == "token=***"
+    assert mask_secrets("token=abcdef", ["abc", "abcdef"]) == "token=***"
 
 
 def test_mask_secrets_ignores_empty_secret() -> None:
-    assert ev.mask_secrets("nothing secret", [""]) == "nothing secret"
+    assert mask_secrets("nothing secret", [""]) == "nothing secret"
 
 
 def test_redact_masks_string_fields() -> None:
     event = ev.BootstrapCommand(node=0, command="export HF_TOKEN=hf_secret_value && pip install x")
-    assert ev.redact(event, ["hf_secret_value"]).command == "export HF_TOKEN=*** && pip install x"
+    assert redact(event, ["hf_secret_value"]).command == "export HF_TOKEN=*** && pip install x"
 
 
 def test_redact_returns_same_event_when_nothing_to_mask() -> None:
     event = ev.Log(node=0, line="hello")
-    assert ev.redact(event, ["hf_secret_value"]) is event
+    assert redact(event, ["hf_secret_value"]) is event
 
 
 def test_bus_delivers_to_handlers_of_matching_type() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     seen: list[ev.Event] = []
     bus.on(ev.Log, seen.append)
     bus.emit(ev.NodeReady(node=0))
@@ -106,7 +125,7 @@ def test_bus_delivers_to_handlers_of_matching_type() -> None:
 
 
 def test_bus_subscription_to_event_receives_everything() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     seen: list[ev.Event] = []
     bus.on(ev.Event, seen.append)
     bus.emit(ev.NodeReady(node=0))
@@ -115,7 +134,7 @@ def test_bus_subscription_to_event_receives_everything() -> None:
 
 
 def test_bus_calls_handlers_in_registration_order() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     order: list[str] = []
     bus.on(ev.Event, lambda e: order.append("first"))
     bus.on(ev.Log, lambda e: order.append("second"))
@@ -125,7 +144,7 @@ def test_bus_calls_handlers_in_registration_order() -> None:
 
 
 def test_unsubscribe_stops_delivery() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     seen: list[ev.Event] = []
     unsubscribe = bus.on(ev.Event, seen.append)
     unsubscribe()
@@ -135,7 +154,7 @@ def test_unsubscribe_stops_delivery() -> None:
 
 
 def test_unsubscribe_removes_only_its_own_registration() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     seen: list[ev.Event] = []
     first = bus.on(ev.Event, seen.append)
     bus.on(ev.Event, seen.append)
@@ -145,7 +164,7 @@ def test_unsubscribe_removes_only_its_own_registration() -> None:
 
 
 def test_failing_handler_does_not_stop_other_handlers() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     seen: list[ev.Event] = []
 
     def broken(event: ev.Event) -> None:
@@ -158,7 +177,7 @@ def test_failing_handler_does_not_stop_other_handlers() -> None:
 
 
 def test_failing_handler_is_logged_with_its_name() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
 
     def broken_handler(event: ev.Event) -> None:
         raise RuntimeError("boom")
@@ -173,7 +192,7 @@ def test_failing_handler_is_logged_with_its_name() -> None:
 
 
 def test_handlers_run_in_the_emitting_thread() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     threads: list[int] = []
     bus.on(ev.Event, lambda e: threads.append(threading.get_ident()))
     emitter = threading.Thread(target=bus.emit, args=(ev.NodeReady(node=0),))
@@ -183,7 +202,7 @@ def test_handlers_run_in_the_emitting_thread() -> None:
 
 
 def test_bus_delivers_every_event_from_concurrent_emitters() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     seen: list[ev.Event] = []
     lock = threading.Lock()
 
@@ -204,7 +223,7 @@ def test_bus_delivers_every_event_from_concurrent_emitters() -> None:
 
 
 def test_handler_may_unsubscribe_itself_while_handling() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     seen: list[ev.Event] = []
     unsubscribe: list = []
 
@@ -219,7 +238,7 @@ def test_handler_may_unsubscribe_itself_while_handling() -> None:
 
 
 def test_bus_masks_added_secrets_before_handlers_see_them() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     bus.add_secret("sk-live-1234")
     seen: list[ev.Log] = []
     bus.on(ev.Log, seen.append)

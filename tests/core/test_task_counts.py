@@ -11,6 +11,7 @@ import pytest
 
 import skyward as sky
 from skyward.observe import events as ev
+from skyward.observe.bus import EventBus
 from skyward.observe.console import Console
 
 
@@ -34,20 +35,20 @@ def _log_pool() -> sky.Compute:
 
 @pytest.mark.parametrize("mode", ["log", "minimal", "rich"])
 def test_a_console_alone_asks_the_pool_for_no_task_events(mode: str) -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     Console(mode, stream=io.StringIO()).attach(bus)  # type: ignore[arg-type]
     assert not bus.listens(ev.TaskStarted) and not bus.listens(ev.TaskCompleted)
     assert bus.listens(ev.NodeReady) and bus.listens(ev.Metric)
 
 
 def test_a_console_printing_each_task_gets_the_task_events() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     Console("log", stream=io.StringIO(), task_detail=True).attach(bus)  # type: ignore[arg-type]
     assert bus.listens(ev.TaskStarted) and bus.listens(ev.TaskCompleted)
 
 
 def test_a_handler_subscribed_later_gets_the_events_from_then_on() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     Console("log", stream=io.StringIO()).attach(bus)  # type: ignore[arg-type]
     assert not bus.listens(ev.TaskCompleted)
     unsubscribe = bus.on(ev.TaskCompleted, lambda event: None)
@@ -57,7 +58,7 @@ def test_a_handler_subscribed_later_gets_the_events_from_then_on() -> None:
 
 
 def test_a_bus_counts_no_task_until_something_reads_its_counts() -> None:
-    bus = ev.EventBus()
+    bus = EventBus()
     bus.tally.start()
     bus.tally.finish(True)
     assert (bus.tally.started, bus.tally.done) == (0, 0)

@@ -24,10 +24,10 @@ from skyward.errors import BootstrapFailed
 from skyward.observe.events import (
     BootstrapCommand,
     BootstrapConsole,
-    BootstrapError,
     BootstrapPhase,
-    mask_secrets,
+    BootstrapPhaseFailed,
 )
+from skyward.secrets import mask_secrets
 
 __all__ = [
     "DRAIN_GRACE", "TAIL_LINES", "CommandRunner", "LocalRunner", "RunnerConnectionLost",
@@ -308,7 +308,7 @@ class _Progress:
         lines.append(f"last {len(self.tail)} lines of output:" if self.tail else "(no output)")
         lines += [f"  | {line}" for line in self.tail]
         message = self.mask("\n".join(lines))
-        self.emit(BootstrapError(node=self.node, phase=phase, command=command, output_tail=tail))
+        self.emit(BootstrapPhaseFailed(node=self.node, phase=phase, command=command, output_tail=tail))
         return BootstrapFailed(message, node=self.node, phase=phase, command=command, output_tail=tail)
 
 
@@ -327,7 +327,7 @@ async def run_bootstrap(
     """Run `script` on the node behind `runner` (`bash -s`, the script on stdin) within `timeout` seconds.
 
     Emits `BootstrapPhase` / `BootstrapCommand` / `BootstrapConsole` events as it goes, every string
-    with `secrets` masked. On failure emits `BootstrapError` and raises `BootstrapFailed` naming the
+    with `secrets` masked. On failure emits `BootstrapPhaseFailed` and raises `BootstrapFailed` naming the
     node, the phase, the failing command and the last lines of output; when `timeout` runs out the
     phase is "timeout". A lost connection raises `RunnerConnectionLost` (the caller may reconnect
     and call again with `resume=True`, which skips the plugin ops that already completed, and the

@@ -16,7 +16,8 @@ from typing import Any
 
 import attrs
 
-from skyward.observe.events import Event, EventBus, InstanceLaunched, InstanceRequested, InstanceRunning
+from skyward.observe.bus import EventBus
+from skyward.observe.events import Event, InstanceLaunched, InstanceRequested, InstanceRunning
 
 
 class Announcer:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.observe.events import Error
+from skyward.observe.events import ErrorReported
 
 if TYPE_CHECKING:
     from skyward.client.fleet import Fleet
@@ -144,7 +144,7 @@ class AutoscaleDriver:
             await self._fleet.resize(target, reason)
         except Exception as exc:  # noqa: BLE001 - the pool goes on at its size; said, and tried again later
             message = f"autoscaling from {load.nodes} to {target} node(s) failed: {exc}"
-            self._fleet.bus.emit(Error(message=message, fatal=False, pool=self._fleet.name))
+            self._fleet.bus.emit(ErrorReported(message=message, fatal=False, pool=self._fleet.name))
         finally:
             self._autoscaler.changed(asyncio.get_running_loop().time())
             self._scaling = None

@@ -33,13 +33,13 @@ from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError
 from skyward.extension.plugin import LaunchCommand
 from skyward.image import image_secrets
 from skyward.messages import Hello
+from skyward.observe.bus import EventBus
 from skyward.observe.events import (
     ClusterDestroyed,
     ClusterProvisioned,
     ClusterReady,
     ClusterRequested,
-    Error,
-    EventBus,
+    ErrorReported,
     InstanceBootstrapped,
     InstanceProvisioned,
     InstanceReplaced,
@@ -202,7 +202,7 @@ class Fleet:
                         exc.add_note(machines.why_none_started(self.specs, skipped, failed))
                     raise
                 why = f"{spec.provider.name}: {failed[-1][1]}"
-                self.bus.emit(Error(message=f"falling back after {why}", fatal=False, pool=self.name))
+                self.bus.emit(ErrorReported(message=f"falling back after {why}", fatal=False, pool=self.name))
                 await self.teardown("fallback")
                 self.closing = False
         seconds = time.monotonic() - started
@@ -404,7 +404,7 @@ class Fleet:
             self.bus.emit(replaced)
         except Exception as exc:  # noqa: BLE001 - report, and fail what waited for this node
             self._lost_reason = f"node {index} could not be replaced: {exc}"
-            self.bus.emit(Error(message=self._lost_reason, fatal=False, node=index, pool=self.name))
+            self.bus.emit(ErrorReported(message=self._lost_reason, fatal=False, node=index, pool=self.name))
             why = f"was lost and could not be replaced: {exc}"
             if self._scheduler.workers_of(index):
                 self._fail_pinned({key}, index, why)  # its other workers still serve

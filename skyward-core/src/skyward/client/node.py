@@ -27,7 +27,7 @@ from skyward.client.window import (
     window_size,
 )
 from skyward.messages import RemoteFailure
-from skyward.observe.events import Error, Log, TaskCompleted, TaskStarted
+from skyward.observe.events import ErrorReported, Log, TaskCompleted, TaskStarted
 from skyward.wire import Frame, Kind, Undecodable, as_kind
 
 if TYPE_CHECKING:
@@ -502,13 +502,13 @@ class NodeHandle:
 
     def _worker_failed(self, failure: RemoteFailure) -> None:
         """A failure of the worker itself rather than of a task: at start, the node's start fails;
-        later (a plugin's context failed as the worker left it) it is reported as an `Error`."""
+        later (a plugin's context failed as the worker left it) it is reported as an `ErrorReported`."""
         if self._ready_future is not None and not self._ready_future.done():
             error = NodeStartError(f"node {self.index}'s worker failed to start:\n{failure.traceback}")
             self._ready_future.set_exception(error)
             return
         structlog.get_logger().warning("skyward.worker_error", node=self.index, error=failure.message)
-        self.emit(Error(message=failure.message, node=self.index, pool=self.pool))
+        self.emit(ErrorReported(message=failure.message, node=self.index, pool=self.pool))
 
     def _finish(self, task_id: int) -> TaskState | None:
         """Free the slot of the task an answer is for, and return the task for the answer to end

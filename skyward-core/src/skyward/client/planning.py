@@ -23,7 +23,7 @@ from skyward.bootstrap.ops import Op, as_ops
 from skyward.bootstrap.prepare import bootstrap_secrets
 from skyward.bootstrap.render import render_script
 from skyward.image import env_secrets
-from skyward.observe.events import mask_secrets
+from skyward.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from skyward.providers.base import Cluster, Provider

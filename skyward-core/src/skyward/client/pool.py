@@ -41,7 +41,8 @@ from skyward.client.tasks import RemoteGenerator, TaskState, Waiter
 from skyward.errors import PoolClosedError
 from skyward.extension import registry
 from skyward.function import PendingFunction, PendingFunctionGroup, check_timeout, not_a_call, unwrap_function
-from skyward.observe.events import Event, EventBus, ShutdownRequested
+from skyward.observe.bus import EventBus
+from skyward.observe.events import Event, ShutdownRequested
 from skyward.secrets import mask_exception
 
 #: Signals held while the main thread runs the loop's work (`client/interrupts.py`).

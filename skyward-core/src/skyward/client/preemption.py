@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from skyward.observe.events import Error, InstancePreempted, InstanceReplaced
+from skyward.observe.events import ErrorReported, InstancePreempted, InstanceReplaced
 from skyward.providers.base import Provider
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class NodeGuards:
         except Exception as exc:  # noqa: BLE001 - reported; the slot is given up as a lost node's is
             message = f"node {index} could not be replaced after it {what}: {exc}"
             fleet._lost_reason = message
-            fleet.bus.emit(Error(message=message, fatal=False, node=index, pool=fleet.name))
+            fleet.bus.emit(ErrorReported(message=message, fatal=False, node=index, pool=fleet.name))
             gone = await fleet._let_go(index, f"{what} and could not be replaced: {exc}", keys=keys)
             await fleet._give_back([gone or new])
         finally:

@@ -5,7 +5,7 @@ A machine left running costs money, so every way the pool lets machines go runs 
 by the provider's own `release_timeout` (AWS termination can take minutes) and reporting by id what
 it could not confirm, and `renew_lease`, the loop that moves the provider's expiry mark (AWS's
 `skyward:expires` tag) forward while the client lives, so a long job is never taken for an
-abandoned one by `sky down --expired`. Failures are reported (an `Error` event and the log), never
+abandoned one by `sky down --expired`. Failures are reported (an `ErrorReported` event and the log), never
 swallowed.
 """
 
@@ -17,8 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from skyward.client.spend import Spend
+from skyward.observe.bus import EventBus
 from skyward.observe.console import LINGERING
-from skyward.observe.events import Error, EventBus, InstanceDestroyed
+from skyward.observe.events import ErrorReported, InstanceDestroyed
 
 #: The lease is renewed every `Spec.ttl`/3, but no more often than this and no less (seconds).
 LEASE_MIN_INTERVAL = 60.0
@@ -81,7 +82,7 @@ class MachineRelease:
     async def close_volume_stores(self, cluster: Any) -> None:
         """Delete the keys minted for `cluster`'s volumes (`client.volumes.close_volume_stores`,
         blocking API calls, so in a thread, within `VOLUME_KEYS_TIMEOUT`); a key that could not be
-        deleted is reported (an `Error` event naming it, and the log), never raised."""
+        deleted is reported (an `ErrorReported` event naming it, and the log), never raised."""
         from skyward.client.volumes import close_volume_stores
 
         try:
@@ -92,7 +93,7 @@ class MachineRelease:
             failures = [f"the keys minted for the volumes were not confirmed deleted ({why})"]
         for failure in failures:
             self.log.error("skyward.volume_keys_left", pool=self.pool, error=failure)
-            self.bus.emit(Error(message=f"{self.pool}: {failure}", fatal=False, pool=self.pool))
+            self.bus.emit(ErrorReported(message=f"{self.pool}: {failure}", fatal=False, pool=self.pool))
 
     async def _release(self, provider: Any, cluster: Any, instances: list[Any], linger: float) -> str:
         if linger > 0 and instances and await self._park(provider, cluster, instances, time.time() + linger):
@@ -152,4 +153,4 @@ class MachineRelease:
             "console and delete anything tagged with this pool's id"
         )
         self.log.error("skyward.cleanup_failed", pool=self.pool, provider=provider.name, error=str(exc))
-        self.bus.emit(Error(message=message, fatal=False, pool=self.pool))
+        self.bus.emit(ErrorReported(message=message, fatal=False, pool=self.pool))

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from skyward.metrics import sampling_plan
-from skyward.observe.events import Error, Metric
+from skyward.observe.events import ErrorReported, Metric
 
 if TYPE_CHECKING:
     from skyward.client.node import NodeHandle
@@ -26,14 +26,14 @@ def plan(metrics: Any, listens: Callable[[type[Any]], bool]) -> tuple[tuple[Any,
 
 def emit_batch(node: NodeHandle, batch: list[tuple[Any, ...]]) -> None:
     """One `Metric` per sample of a METRICS frame from `node`, stamped with the time it was taken
-    (the node's clock); a figure the node could not read becomes one non-fatal `Error`. Nothing
+    (the node's clock); a figure the node could not read becomes one non-fatal `ErrorReported`. Nothing
     before the node's `NodeReady`: its sampler may be quicker than the pool's handshake."""
     if not node.ready:
         return
     for name, value, unit, taken in batch:
         if value is None:
             message = f"metric {name!r} could not be read on node {node.index}: {unit}"
-            node.emit(Error(message=message, fatal=False, node=node.index, pool=node.pool))
+            node.emit(ErrorReported(message=message, fatal=False, node=node.index, pool=node.pool))
             continue
         node.emit(Metric(
             instance=node.info, node=node.index, name=name, value=value, unit=unit, time=taken,

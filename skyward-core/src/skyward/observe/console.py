@@ -32,6 +32,7 @@ from typing import Literal, TextIO
 import attrs
 
 from skyward.observe import events as ev
+from skyward.observe.bus import EventBus
 from skyward.observe.dashboard import Meters, format_duration
 from skyward.observe.live import LiveArea, View
 from skyward.observe.tally import PROGRESS_INTERVAL as PROGRESS_INTERVAL
@@ -116,7 +117,7 @@ class Console:
 
             self._rich = RichConsole(file=self._stream, highlight=False, soft_wrap=True)
 
-    def attach(self, bus: ev.EventBus) -> Callable[[], None]:
+    def attach(self, bus: EventBus) -> Callable[[], None]:
         """Subscribe to every event on `bus`, tasks as its counts unless each task is printed;
         returns the unsubscribe function."""
         self._unwatch()
@@ -203,7 +204,7 @@ class Console:
                 return _Line("INFO", f"node {node}: $ {command}") if self.mode == "log" else None
             case ev.BootstrapConsole(node=node, line=line):
                 return _Line("INFO", f"[node {node} bootstrap] {line}") if self.mode == "log" else None
-            case ev.BootstrapError(node=node, phase=phase, output_tail=tail):
+            case ev.BootstrapPhaseFailed(node=node, phase=phase, output_tail=tail):
                 detail = "".join(f"\n    {t}" for t in tail.splitlines())
                 return _Line("ERROR", f"node {node}: bootstrap failed in {phase}{detail}", milestone=True)
             case ev.InstanceBootstrapped(node=node):
@@ -241,7 +242,7 @@ class Console:
                 return _Line("WARN", f"task {name}#{tid} retry {n} on node {node}{_suffix(reason)}")
             case ev.SpecSkipped(message=message):  # the pool goes on with the next spec: a warning
                 return _Line("WARN", message, milestone=True)
-            case ev.Error(message=message, fatal=fatal, node=node):
+            case ev.ErrorReported(message=message, fatal=fatal, node=node):
                 where = f"node {node}: " if node is not None else ""
                 return _Line("ERROR", f"{where}{'fatal: ' if fatal else ''}{message}", milestone=True)
             case ev.ShutdownRequested(reason=reason):

@@ -1,4 +1,4 @@
-"""What a pool is doing, as a stream of frozen records, and the bus that carries them.
+"""What a pool is doing, as a stream of frozen records (`skyward.observe.bus` carries them).
 
 The pool's event loop runs in a background thread; it describes every step (provisioning, bootstrap,
 tasks, remote output, metrics) as an `Event` and hands it to an `EventBus`. The console, the user's
@@ -12,24 +12,19 @@ tasks, remote output, metrics) as an `Event` and hands it to an `EventBus`. The 
 
 All fields are keyword-only, so use keyword patterns (positional patterns match nothing useful).
 
-Naming note: the bootstrap-failure *event* is `BootstrapError`, because `skyward.errors.BootstrapFailed`
-is the *exception* raised to the caller; having both under one name on `sky` would be ambiguous.
+Every event is named for what happened (`TaskCompleted`, `NodeLost`, `ErrorReported`), so none
+reads as an exception: `BootstrapPhaseFailed` is the event of the failure that
+`skyward.errors.BootstrapFailed` raises to the caller. `Error` and `BootstrapError` name the same
+two classes, as user code written against those names still matches them.
 """
 
 from __future__ import annotations
 
-import functools
-import threading
 import time as _time
-from collections.abc import Callable, Iterable
-from typing import Literal, TypeVar
+from typing import Literal
 
 import attrs
-import structlog
 
-from skyward.observe.tally import TaskTally
-from skyward.secrets import MASK as MASK
-from skyward.secrets import mask_ordered, mask_secrets, masking_order, registered_secrets, registry_generation
 from skyward.task.instance import (
     InstanceInfo,  # at runtime, so typing.get_type_hints and cattrs resolve events
 )
@@ -39,14 +34,15 @@ __all__ = [
     "BootstrapConsole",
     "BootstrapError",
     "BootstrapPhase",
+    "BootstrapPhaseFailed",
     "BootstrapRequested",
     "ClusterDestroyed",
     "ClusterProvisioned",
     "ClusterReady",
     "ClusterRequested",
     "Error",
+    "ErrorReported",
     "Event",
-    "EventBus",
     "InstanceBootstrapped",
     "InstanceDestroyed",
     "InstanceLaunched",
@@ -65,8 +61,6 @@ __all__ = [
     "TaskCompleted",
     "TaskRetried",
     "TaskStarted",
-    "mask_secrets",
-    "redact",
 ]
 
 Stream = Literal["stdout", "stderr"]
@@ -300,11 +294,10 @@ class BootstrapCommand(Event):
 
 
 @attrs.frozen(kw_only=True)
-class BootstrapError(Event):
+class BootstrapPhaseFailed(Event):
     """Bootstrap failed on `node`: the phase, the command and the last lines of its output.
 
-    The docs call this event `BootstrapFailed`; that name belongs to the exception
-    `skyward.errors.BootstrapFailed`, raised to the caller for the same failure.
+    The exception raised to the caller for the same failure is `skyward.errors.BootstrapFailed`.
     """
 
     node: int
@@ -338,8 +331,12 @@ class Metric(Event):
 
 
 @attrs.frozen(kw_only=True)
-class Error(Event):
-    """Something went wrong; `fatal` means the pool is shutting down because of it."""
+class ErrorReported(Event):
+    """The pool reports a problem; `fatal` means the pool is shutting down because of it.
+
+    An event, not an exception: a non-fatal one (a replacement that could not start, a release
+    left unconfirmed) is told here and the pool goes on.
+    """
 
     message: str
     fatal: bool = False
@@ -347,14 +344,14 @@ class Error(Event):
 
 
 @attrs.frozen(kw_only=True)
-class SpecSkipped(Error):
+class SpecSkipped(ErrorReported):
     """A pool with several specs skipped one it could not start, before asking its cloud for
     anything, and went on to the next: the provider's credentials are missing (`credential`
     names the variable, e.g. "RUNPOD_API_KEY"), or its package is not installed (`credential`
     is empty; `reason` names the pip command). `provider` is the provider's public name
     ("RunPod"), `spec` the spec's place among the pool's specs (from 1).
 
-    A non-fatal `Error`, so whatever shows errors shows it too; `message` says it in one line
+    A non-fatal `ErrorReported`, so whatever shows errors shows it too; `message` says it in one line
     ("skipping RunPod: no RUNPOD_API_KEY (set it or pass RunPod(api_key=...))").
     """
 
@@ -364,155 +361,7 @@ class SpecSkipped(Error):
     spec: int = 0
 
 
-# --- secrets ------------------------------------------------------------------------------------
-
-
-# `mask_secrets` (every occurrence of each secret, and every URL password, read `***`) lives in
-# `skyward.secrets` and is re-exported here, where the bootstrap runner and `sky.plan` import it.
-
-
-E = TypeVar("E", bound=Event)
-
-
-def redact(event: E, secrets: Iterable[str]) -> E:
-    """Return `event` with every string field that contains a secret masked (the same object if none does).
-
-    Events end up in consoles, log files and user callbacks, so a token that slipped into a
-    bootstrap command or a remote print must be masked before the event is emitted. URL passwords
-    (`https://user:password@host`) are masked too, even when `secrets` is empty.
-    """
-    return redact_ordered(event, masking_order(secrets))
-
-
-def redact_ordered(event: E, ordered: list[str]) -> E:
-    """`redact` with the secrets already in `masking_order` (the bus sorts them once, not per event)."""
-    changes: dict[str, str] = {}
-    for name in _field_names(type(event)):
-        value = getattr(event, name)
-        # Without secrets only a URL can hold one: a task's events (name, pool) skip the masking.
-        if isinstance(value, str) and (ordered or ("://" in value and "@" in value)):
-            masked = mask_ordered(value, ordered)
-            if masked != value:
-                changes[name] = masked
-    return attrs.evolve(event, **changes) if changes else event
-
-
-@functools.cache
-def _field_names(kind: type) -> tuple[str, ...]:
-    """An event class's field names, read once: `redact` runs for every event emitted."""
-    return tuple(field.name for field in attrs.fields(kind))
-
-
-# --- the bus ------------------------------------------------------------------------------------
-
-
-@attrs.define
-class _Subscription:
-    event_type: type[Event]
-    handler: Callable[[Event], None]
-    #: Reads a task's start and successful end as counts (`EventBus.tally`), not as events.
-    counting: bool = False
-
-
-@attrs.define
-class EventBus:
-    """Delivers events to subscribers, synchronously, in the thread that emits them.
-
-    Handlers run in registration order. A handler that raises is logged with its name and skipped:
-    one broken callback must not stop the console, the other handlers, or the pool's event loop.
-    Subscribing and unsubscribing are safe from any thread, including from inside a handler.
-    Secrets added with `add_secret`, every value registered with `skyward.secrets.register_secret`
-    (by any pool, plugin or provider of this process) and URL passwords are masked out of every
-    event before any handler sees it.
-    """
-
-    _subscriptions: list[_Subscription] = attrs.field(factory=list, init=False)
-    _secrets: set[str] = attrs.field(factory=set, init=False)
-    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
-    #: The secrets to mask, longest first, and the (bus secrets, registry) state they were sorted for.
-    _ordered: list[str] = attrs.field(factory=list, init=False)
-    _ordered_for: tuple[int, int] = attrs.field(default=(-1, -1), init=False)
-    #: Every task, counted: by its node when no handler wants its events, else here as they pass.
-    tally: TaskTally = attrs.field(factory=lambda: TaskTally(counting=False), init=False)
-    #: `listens`'s answers, replaced by an empty dict after the subscriptions change.
-    _wanted: dict[type[Event], bool] = attrs.field(factory=dict, init=False)
-
-    def on(
-        self, event_type: type[E], handler: Callable[[E], None], *, counting_tasks: bool = False
-    ) -> Callable[[], None]:
-        """Call `handler` for every emitted event that is an instance of `event_type`.
-
-        `on(Event, handler)` receives everything (this is what `on_event=` becomes). Returns a
-        function that unsubscribes this registration; calling it twice is harmless.
-        `counting_tasks`: the handler reads tasks as counts from `tally`, not as events (it still gets
-        a failed `TaskCompleted`), so a pool builds no task events for it alone.
-        """
-        subscription = _Subscription(event_type, handler, counting_tasks)  # type: ignore[arg-type]
-        with self._lock:
-            self._subscriptions = [*self._subscriptions, subscription]  # emit reads it without the lock
-            self._wanted = {}  # after the list: `listens` reads them in the other order
-
-        def unsubscribe() -> None:
-            with self._lock:
-                # Identity, not equality: the same handler may be registered twice.
-                self._subscriptions = [s for s in self._subscriptions if s is not subscription]
-                self._wanted = {}
-
-        return unsubscribe
-
-    def listens(self, event_type: type[Event]) -> bool:
-        """Whether an event of `event_type` would reach a handler (lets hot paths skip building it)."""
-        wanted = self._wanted  # asked twice per task: answered from this dict
-        if event_type not in wanted:
-            task = event_type is TaskStarted or event_type is TaskCompleted
-            matching = [s for s in self._subscriptions if issubclass(event_type, s.event_type)]
-            wanted[event_type] = any(not (task and s.counting) for s in matching)
-        return wanted[event_type]
-
-    def add_secret(self, value: str) -> None:
-        """Mask `value` out of every event emitted from now on (credentials, tokens, keys)."""
-        if value:
-            with self._lock:
-                self._secrets.add(value)
-                self._ordered_for = (-1, -1)
-
-    def emit(self, event: Event) -> None:
-        """Deliver `event` to every matching handler; never raises because of a handler."""
-        kind, counted = type(event), False
-        if kind is TaskStarted:
-            self.tally.start(event.time)
-            counted = True
-        elif kind is TaskCompleted:
-            counted = event.success  # type: ignore[attr-defined]
-            self.tally.finish(counted, event.time)
-        if not self._subscriptions:  # nobody listens (console and logging off): the common fast path
-            return
-        subscriptions = self._subscriptions  # replaced whole on (un)subscribe, never changed in place
-        state = (len(self._secrets), registry_generation())
-        if state != self._ordered_for:
-            with self._lock:
-                self._ordered = masking_order([*self._secrets, *registered_secrets()])
-                self._ordered_for = state
-        event = redact_ordered(event, self._ordered)
-        for subscription in subscriptions:
-            if not isinstance(event, subscription.event_type):
-                continue
-            if counted and subscription.counting:
-                continue  # read from `tally`
-            try:
-                subscription.handler(event)
-            except Exception:
-                structlog.get_logger().exception(
-                    "skyward.event_handler_failed",
-                    handler=_handler_name(subscription.handler),
-                    event_type=type(event).__name__,
-                )
-
-
-def _handler_name(handler: Callable[..., object]) -> str:
-    """A readable name for a callback: module-qualified function or method name, else its repr."""
-    name = getattr(handler, "__qualname__", None)
-    module = getattr(handler, "__module__", None)
-    if name is None:
-        return repr(handler)
-    return f"{module}.{name}" if module else name
+#: Other names of the same classes, so `case sky.Error(...)` and `pool.on(sky.BootstrapError, ...)`
+#: in user code match them.
+Error = ErrorReported
+BootstrapError = BootstrapPhaseFailed

@@ -38,7 +38,8 @@ from skyward.client.pool import Pool
 from skyward.config_records import build_pool
 from skyward.errors import SkywardError
 from skyward.function import function
-from skyward.observe.events import Event, Log, Metric, TaskCompleted, redact
+from skyward.observe.bus import redact
+from skyward.observe.events import Event, Log, Metric, TaskCompleted
 from skyward.secrets import mask, register_secret
 from skyward.server.feed import EventFeed
 from skyward.server.files import file_chunks, pack_chunks, unpack_chunks
