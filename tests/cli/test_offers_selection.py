@@ -1,6 +1,6 @@
 """`Options(selection="cheapest")` orders a pool's specs by the offer catalog `sky offers` shows,
 so what the command says is cheapest is what a pool tries first; `max_hourly_cost` is read from
-the same offers. The specs are priced as a pool prices them (`client.machines.in_selection_order`)
+the same offers. The specs are priced as a pool prices them (`client.fleet_plan.in_selection_order`)
 against the fake RunPod API and the fake Vast.ai server."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import structlog
 from offers_support import RUNPOD_KEY, VAST_KEY, environment, start_runpod, start_vast, vast_offers
 
 import skyward as sky
-from skyward.client.machines import in_selection_order
+from skyward.client.fleet_plan import in_selection_order
 
 
 @pytest.fixture

@@ -113,7 +113,7 @@ def test_the_checkouts_skyward_core_wheel_installs_with_pip_and_imports(tmp_path
     )
     out = run(code, str(target)).stdout.splitlines()
     assert out[0] == str(target / "skyward" / "__init__.py")
-    assert out[1] == "['console_scripts:sky=skyward.cli:main', 'skyward:core=skyward.client.builtins']"
+    assert out[1] == "['console_scripts:sky=skyward.cli:main', 'skyward:core=skyward.client.core_hooks']"
 
 
 def test_every_record_line_of_an_assembled_wheel_matches_its_file(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
+import pytest
 from plugin_support import distribution, run
 
 import skyward as sky
@@ -87,9 +88,15 @@ def prefix(tag: str) -> Plugin:
 
 def context() -> LaunchContext:
     return LaunchContext(
-        node_id=0, num_nodes=1, head_addr="10.0.0.1", casty_port=4000, private_ip="10.0.0.1",
+        node_id=0, num_nodes=1, head_addr="10.0.0.1", rendezvous_port=4000, private_ip="10.0.0.1",
         python_bin="python", venv_dir="/venv", concurrency=1, executor="thread",
     )
+
+
+def test_a_launch_context_still_answers_casty_port_with_a_deprecation_warning() -> None:
+    """A launcher written against `casty_port` keeps working and is told the name to read instead."""
+    with pytest.warns(DeprecationWarning, match="rendezvous_port"):
+        assert context().casty_port == context().rendezvous_port == 4000
 
 
 def test_a_tryfirst_launcher_wrapper_on_the_pools_manager_sees_the_command_every_plugin_wrapped() -> None:

@@ -22,7 +22,7 @@ CLI = f"{PY} -m accelerate.commands.accelerate_cli launch"
 
 def context(node_id: int = 0, num_nodes: int = 2) -> LaunchContext:
     return LaunchContext(
-        node_id=node_id, num_nodes=num_nodes, head_addr="10.0.0.1", casty_port=29500,
+        node_id=node_id, num_nodes=num_nodes, head_addr="10.0.0.1", rendezvous_port=29500,
         private_ip=f"10.0.0.{node_id + 1}", python_bin=PY, venv_dir="/opt/skyward/.venv",
         concurrency=1, executor="thread",
     )
@@ -143,7 +143,7 @@ def test_an_entrypoint_that_is_not_python_is_launched_with_no_python() -> None:
 def test_a_python_path_with_spaces_is_quoted() -> None:
     py = "/home/me/my envs/bin/python"
     ctx = LaunchContext(
-        node_id=0, num_nodes=2, head_addr="10.0.0.1", casty_port=29500, private_ip="10.0.0.1",
+        node_id=0, num_nodes=2, head_addr="10.0.0.1", rendezvous_port=29500, private_ip="10.0.0.1",
         python_bin=py, venv_dir="/home/me/my envs", concurrency=1, executor="thread",
     )
     base = LaunchCommand(entrypoint=f"{shlex.quote(py)} -m skyward.worker")

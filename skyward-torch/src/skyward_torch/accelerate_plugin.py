@@ -12,7 +12,7 @@ The plugin has two hooks:
   ``--num_machines``        ``context.num_nodes``
   ``--machine_rank``        ``context.node_id``
   ``--main_process_ip``     ``context.head_addr``
-  ``--main_process_port``   ``context.casty_port`` (the pool's rendezvous port on the head)
+  ``--main_process_port``   ``context.rendezvous_port`` (the pool's rendezvous port on the head)
   ``--num_processes``       ``config["num_processes"]`` (total across nodes), default
                             ``num_nodes``: one process per node
   paradigm                  ``distributed_type`` -> ``--multi_gpu``, ``--use_fsdp``,
@@ -184,7 +184,7 @@ def accelerate_flags(config: Mapping[str, Any] | None, context: LaunchContext) -
         "--num_machines", str(context.num_nodes),
         "--machine_rank", str(context.node_id),
         "--main_process_ip", shlex.quote(str(context.head_addr)),
-        "--main_process_port", str(context.casty_port),
+        "--main_process_port", str(context.rendezvous_port),
         "--num_processes", str(_num_processes(settings, context.num_nodes)),
     ]
     switch = PARADIGM_FLAGS[paradigm]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.client import machines, release, telemetry
+from skyward.client import fleet_plan, release, telemetry
 from skyward.client.announce import Announcer
 from skyward.client.hooks import PoolHooks
 from skyward.client.node import NodeHandle
@@ -159,18 +159,18 @@ class Fleet:
         """Provision the first spec that starts (in `Options.selection` order) and its workers.
 
         With several specs, those that cannot start at all (credentials missing, package not
-        installed: `machines.startable`) are skipped first, each said with a `SpecSkipped` event
+        installed: `fleet_plan.startable`) are skipped first, each said with a `SpecSkipped` event
         and a log line, so neither pricing nor a start is attempted on them. A spec that fails to
         start falls over to the next. Only when none starts is an error raised, listing each spec
         and why: a `ConfigurationError` when none could even be tried, else the last failure with
         that list as a note.
         """
-        summary, nodes = machines.describe(self.specs), self.specs[0].nodes.desired
+        summary, nodes = fleet_plan.describe(self.specs), self.specs[0].nodes.desired
         self.bus.emit(ClusterRequested(spec_summary=summary, nodes=nodes, pool=self.name))
         started = self._requested_at = time.monotonic()
         from skyward.bootstrap.wheels import prepare_wheels
 
-        ready, skipped = await machines.startable(self.specs, self._log)
+        ready, skipped = await fleet_plan.startable(self.specs, self._log)
         for skip in skipped:
             self._log.info(  # the file's line; the console shows the event
                 "skyward.spec_skipped", pool=self.name, spec=skip.position, provider=skip.provider,
@@ -182,7 +182,7 @@ class Fleet:
             ))
         if not ready:
             raise ConfigurationError(
-                f"{self.name}: {machines.why_none_started(self.specs, skipped, ())}\n"
+                f"{self.name}: {fleet_plan.why_none_started(self.specs, skipped, ())}\n"
                 "Give one of them what it lacks, as each line says (`sky providers` shows which "
                 "credentials are found, and where)."
             )
@@ -190,7 +190,7 @@ class Fleet:
         # machine is asked for, and the nodes then upload the cached wheels.
         self._wheels = await asyncio.to_thread(prepare_wheels, ready)
         failed: list[tuple[Any, str]] = []
-        ordered = await machines.in_selection_order(tuple(ready), self.options.selection, self._log)
+        ordered = await fleet_plan.in_selection_order(tuple(ready), self.options.selection, self._log)
         for spec in ordered:
             try:
                 await self._start_spec(spec)
@@ -199,7 +199,7 @@ class Fleet:
                 failed.append((spec, str(exc) or type(exc).__name__))
                 if len(failed) == len(ordered):
                     if len(self.specs) > 1:
-                        exc.add_note(machines.why_none_started(self.specs, skipped, failed))
+                        exc.add_note(fleet_plan.why_none_started(self.specs, skipped, failed))
                     raise
                 why = f"{spec.provider.name}: {failed[-1][1]}"
                 self.bus.emit(ErrorReported(message=f"falling back after {why}", fatal=False, pool=self.name))
@@ -327,7 +327,7 @@ class Fleet:
 
     def _place(self, index: int, total: int, worker: int) -> InstanceInfo:
         """What worker `worker` of node `index` learns about its place in a pool of `total` nodes."""
-        info = machines.instance_info(self.spec, self.cluster, self.instances, index, total, self.pool_id)
+        info = fleet_plan.instance_info(self.spec, self.cluster, self.instances, index, total, self.pool_id)
         return attrs.evolve(info, worker=worker, workers_per_node=self.workers_per_node)
 
     # -- losing and removing workers ---------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The pool's own plugin manager, and the adapters that make `Plugin` values hook implementations.
 
 `PoolHooks` builds one manager per pool: the installed distributions' hook modules (core's
-`skyward.client.builtins` among them) and then the pool's `plugins=[...]`. Each of its methods is one
+`skyward.client.core_hooks` among them) and then the pool's `plugins=[...]`. Each of its methods is one
 `self.pm.hook.<name>(...)` call and the checks of what came back; the order is pluggy's, set up so
 that it is the order the user wrote (see `skyward.extension.hookspecs`):
 
@@ -25,7 +25,7 @@ import pluggy
 import structlog
 
 from skyward.bootstrap.ops import Op, as_ops
-from skyward.client import builtins
+from skyward.client import core_hooks
 from skyward.errors import PluginError
 from skyward.extension import hookspecs, registry
 from skyward.extension.hookspecs import hookimpl
@@ -171,8 +171,8 @@ class PoolHooks:
         pm.add_hookspecs(hookspecs)
         for name, module in registry.hook_modules():
             pm.register(module, name=name)
-        if not pm.is_registered(builtins):  # core's starting values, whatever the entry points say
-            pm.register(builtins, name=f"{registry.CORE_DISTRIBUTION}:core")
+        if not pm.is_registered(core_hooks):  # core's starting values, whatever the entry points say
+            pm.register(core_hooks, name=f"{registry.CORE_DISTRIBUTION}:core")
         for index, plugin in enumerate(self.plugins):
             if plugin.transform or plugin.launcher:
                 pm.register(PluginFolds(plugin), name=f"{index}:{plugin.name}:folds")
@@ -219,7 +219,7 @@ class PoolHooks:
         plan shows the line the pool would really run. `worker` is the pool's `sky.Worker`.
         """
         context = LaunchContext(
-            node_id=index, num_nodes=total, head_addr=head.private_ip, casty_port=cluster.head_port,
+            node_id=index, num_nodes=total, head_addr=head.private_ip, rendezvous_port=cluster.head_port,
             private_ip=instance.private_ip, python_bin=provider.python_bin(cluster),
             venv_dir=provider.venv_dir(cluster), concurrency=worker.concurrency,
             executor=worker.resolved_executor,

@@ -3,9 +3,9 @@
 image, the plain worker command, the task's own function). The plugins' transforms are hook
 wrappers around them.
 
-Both ends register these: the client through `skyward.client.builtins` (core's entry point, which
+Both ends register these: the client through `skyward.client.core_hooks` (core's entry point, which
 imports them from here), the worker through `skyward.worker.lifecycle`. They live apart from
-`skyward.client.builtins` because that module also names core's providers and plugin factories, and
+`skyward.client.core_hooks` because that module also names core's providers and plugin factories, and
 so stands above the worker (see "Layers" in docs/architecture.md); these need only the hook
 catalogue.
 """

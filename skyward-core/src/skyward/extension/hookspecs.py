@@ -7,7 +7,7 @@ Three families, each called through `pm.hook.<name>(...)` on its own plugin mana
 - **discovery** (`skyward_providers`, `skyward_plugins`, `skyward_cli_commands`,
   `skyward_sweepers`, `skyward_offer_sources`): implemented by
   the module an installed distribution names in the `skyward` entry-point group; core's own
-  built-ins (`skyward.client.builtins`) come through the same entry point, so there is one path for
+  built-ins (`skyward.client.core_hooks`) come through the same entry point, so there is one path for
   everyone (`skyward.extension.registry`);
 - **pool** (`skyward_workers_per_node` ... `skyward_worker_plugins`): called on the client by the
   pool's own manager (`skyward.client.hooks.PoolHooks`), which holds the installed distributions' modules

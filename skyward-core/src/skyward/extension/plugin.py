@@ -10,6 +10,7 @@ shipped (`skyward.worker.lifecycle`): the ordering rules live there.
 from __future__ import annotations
 
 import shlex
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -63,17 +64,31 @@ class LaunchCommand:
 @dataclass_view
 @attrs.frozen(kw_only=True)
 class LaunchContext:
-    """What a launcher transform may use to build its command."""
+    """What a launcher transform may use to build its command.
+
+    `rendezvous_port` is the port on the head (`head_addr`) where the node's distributed group meets
+    (torch's `MASTER_PORT`, accelerate's `--main_process_port`).
+    """
 
     node_id: int
     num_nodes: int
     head_addr: str
-    casty_port: int
+    rendezvous_port: int
     private_ip: str
     python_bin: str
     venv_dir: str
     concurrency: int
     executor: str
+
+    @property
+    def casty_port(self) -> int:
+        """Deprecated: `rendezvous_port`, under the name a launcher written for it may still read."""
+        warnings.warn(
+            "LaunchContext.casty_port is deprecated; read LaunchContext.rendezvous_port",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.rendezvous_port
 
 
 #: `launcher`: the command so far and this node's context -> the next command (None keeps it).

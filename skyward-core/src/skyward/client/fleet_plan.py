@@ -1,5 +1,5 @@
-"""What the fleet works out about machines without touching any: which specs can start at all and
-which to try first, and what a worker learns about its place in the pool (`sky.instance_info()`)."""
+"""The fleet's plan, worked out before and between provider calls: which specs can start at all and
+in which order to try them, and each worker's place in the pool (`sky.instance_info()`)."""
 
 from __future__ import annotations
 
