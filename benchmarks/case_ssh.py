@@ -182,7 +182,7 @@ class ChannelEcho:
     there (a raw asyncssh client's loop, no thread hop), in turns with the pool's round trips.
 
     `unpadded`: without the empty SSH_MSG_IGNORE stock asyncssh sends before each packet, which
-    Skyward's own connections drop (`ssh_connect.without_ignore_padding`): the same channel as
+    Skyward's own connections drop (`fastpaths.asyncssh_send.without_ignore_padding`): the same channel as
     Skyward's, for a floor that owes nothing to that difference."""
 
     def __init__(self, hosts: Any, unpadded: bool = False) -> None:
@@ -203,7 +203,7 @@ class ChannelEcho:
     async def _open(self, hosts: Any) -> tuple[Any, Any]:
         conn = await connect_raw(hosts.servers[0], hosts)
         if self._unpadded:
-            from skyward.transport.ssh_connect import without_ignore_padding
+            from skyward.fastpaths.asyncssh_send import without_ignore_padding
 
             without_ignore_padding(conn)
         return conn, await conn.create_process("cat", encoding=None)

@@ -8,7 +8,14 @@ import time
 
 import pytest
 
+from skyward import fastpaths
 from skyward.client.loop import LoopThread
+
+
+@pytest.fixture(autouse=True)
+def fast_paths_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are the asyncio-drive fast path's own tests: they run it whatever the switch says."""
+    monkeypatch.delenv(fastpaths.SWITCH, raising=False)
 
 
 @pytest.fixture

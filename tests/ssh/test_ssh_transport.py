@@ -12,12 +12,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ssh_hosts import SSHHosts, SSHServer, cmdline, parent_pid, pid_alive, processes_of, wait_until
 
+from skyward import fastpaths
+from skyward.fastpaths.asyncssh_send import without_ignore_padding
 from skyward.messages import Hello, TaskMessage, function_key, pickle_function
 from skyward.task.instance import InstanceInfo
 from skyward.transport.ssh import SSHChannel, SSHRunner, connect, worker_command
-from skyward.transport.ssh_connect import ciphers, without_ignore_padding
+from skyward.transport.ssh_connect import ciphers
 from skyward.transport.ssh_outbox import CHUNK
 from skyward.wire import Frame, FrameDecoder, Kind
 
@@ -123,30 +126,50 @@ def _packet_types_of_an_echo(hosts: SSHHosts, unpadded: bool) -> tuple[list[int]
     return asyncio.run(scenario())
 
 
-def test_a_write_is_one_ssh_packet_without_the_ignore_asyncssh_puts_before_it(ssh_hosts: SSHHosts) -> None:
+def test_a_write_is_one_ssh_packet_without_the_ignore_asyncssh_puts_before_it(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Under AES-GCM asyncssh's empty SSH_MSG_IGNORE before each packet (a CBC countermeasure)
     only costs a second encryption, socket write and sshd wake-up: Skyward's connections drop it,
     and the channel still carries its bytes."""
     from asyncssh.constants import MSG_CHANNEL_DATA, MSG_IGNORE
 
+    monkeypatch.delenv(fastpaths.SWITCH, raising=False)  # this fast path's own test
     padded, echoed = _packet_types_of_an_echo(ssh_hosts, unpadded=False)
     assert echoed == b"ping" and padded == sorted([MSG_IGNORE, MSG_CHANNEL_DATA])  # what asyncssh does alone
     unpadded, echoed = _packet_types_of_an_echo(ssh_hosts, unpadded=True)
     assert echoed == b"ping" and unpadded == [MSG_CHANNEL_DATA]
 
 
-def test_skywards_connections_send_no_ignore_padding(ssh_hosts: SSHHosts) -> None:
+def _cipher_and_unpadded(hosts: SSHHosts) -> tuple[str, bool]:
+    """The cipher of a connection Skyward opens, and whether it drops asyncssh's IGNORE padding."""
+
     async def scenario() -> tuple[str, bool]:
-        server = ssh_hosts.servers[0]
-        conn = await connect(server.address, server.port, server.user, key_file=ssh_hosts.key_file,
-                             known_hosts=ssh_hosts.known_hosts)
+        server = hosts.servers[0]
+        conn = await connect(server.address, server.port, server.user, key_file=hosts.key_file,
+                             known_hosts=hosts.known_hosts)
         try:
             return conn.get_extra_info("send_cipher"), "send_packet" in vars(conn)
         finally:
             conn.close()
 
-    cipher, unpadded = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_skywards_connections_send_no_ignore_padding(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(fastpaths.SWITCH, raising=False)
+    cipher, unpadded = _cipher_and_unpadded(ssh_hosts)
     assert cipher.startswith("aes128-gcm") and unpadded
+
+
+def test_with_fast_paths_off_skywards_connections_keep_asyncssh_padding(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(fastpaths.SWITCH, "off")
+    cipher, unpadded = _cipher_and_unpadded(ssh_hosts)
+    assert cipher.startswith("aes128-gcm") and not unpadded
 
 
 def test_frames_sent_in_one_loop_iteration_leave_in_one_write_after_the_first(ssh_hosts: SSHHosts) -> None:

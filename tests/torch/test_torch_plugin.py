@@ -10,14 +10,17 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
 import skyward as sky
 import skyward.extension.registry
 import skyward_torch
+from skyward import fastpaths
 from skyward.errors import ConfigurationError
 from skyward.task.instance import InstanceInfo
+from skyward_torch import group_patch
 from skyward_torch.torch_plugin import TOPOLOGY_VARIABLES, distributed_env
 
 INDEX = "https://download.pytorch.org/whl"
@@ -133,8 +136,10 @@ def one_rank(**kwargs: object) -> InstanceInfo:
 
 
 @pytest.fixture
-def clean_env() -> Iterator[None]:
-    """Topology variables are neither inherited by nor leaked from a test."""
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Topology variables are neither inherited by nor leaked from a test; the torch-default-group
+    fast path is on unless a test turns it off."""
+    monkeypatch.delenv(fastpaths.SWITCH, raising=False)
     names = (*TOPOLOGY_VARIABLES, "TORCHELASTIC_RUN_ID")
     saved = {name: os.environ.pop(name) for name in names if name in os.environ}
     yield
@@ -203,6 +208,33 @@ def test_asking_for_another_backend_warns_that_the_plugin_group_is_used(clean_en
         with pytest.warns(RuntimeWarning, match=r"backend='nccl'.*already formed"):
             dist.init_process_group(backend="nccl")
         assert dist.get_backend() == "gloo"
+
+
+def test_with_fast_paths_off_torch_is_left_alone_and_a_second_init_is_torchs_error(
+    clean_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch.distributed as dist
+
+    monkeypatch.setenv(fastpaths.SWITCH, "off")
+    original_init = dist.init_process_group
+    with sky.plugins.torch(backend="gloo").around_app(one_rank()):
+        assert dist.is_initialized() and dist.init_process_group is original_init
+        with pytest.raises((RuntimeError, ValueError), match="twice"):
+            dist.init_process_group(backend="gloo")
+    assert not dist.is_initialized()
+
+
+def test_a_torch_distributed_without_group_member_is_left_alone(clean_env: None) -> None:
+    def nothing(*args: object, **kwargs: object) -> None:
+        return None
+
+    names = {name: nothing for name in ("init_process_group", "destroy_process_group", "is_initialized",
+                                        "get_backend")}
+    assert group_patch.detect(SimpleNamespace(**names, GroupMember=SimpleNamespace(WORLD=object())))
+    stand_in = SimpleNamespace(**names)  # no GroupMember.WORLD
+    assert not group_patch.detect(stand_in)
+    with group_patch.default_group_owned(stand_in) as replaced:
+        assert not replaced and stand_in.init_process_group is nothing
 
 
 def test_backend_defaults_to_gloo_without_cuda(clean_env: None) -> None:

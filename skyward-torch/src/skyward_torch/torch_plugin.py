@@ -28,20 +28,9 @@ knows how to number.
 forms on the first task each worker runs, and the pool's first dispatch sends every worker it does
 not target an empty task, so all ranks arrive even when the first task is a lone ``>>``.
 
-User code written for ``torchrun`` calls ``dist.init_process_group(...)`` (and often
-``dist.destroy_process_group()``) itself. While the plugin's group exists those two calls would
-fail (or tear down a group that later tasks rely on), so for the lifetime of the context the
-plugin replaces the two *public* names ``torch.distributed.init_process_group`` and
-``torch.distributed.destroy_process_group`` with thin wrappers:
-
-- ``init_process_group(...)`` returns without doing anything when the default group already
-  exists (warning if a different backend was asked for), and otherwise forwards to torch;
-- ``destroy_process_group()`` of the default group is a no-op, the plugin owns it; destroying a
-  subgroup (``destroy_process_group(group)``) forwards to torch.
-
-Only the attributes of the ``torch.distributed`` package are replaced, not the functions in
-``torch.distributed.distributed_c10d`` that torch itself calls, and the originals are put back
-when the context exits.
+User code written for ``torchrun`` that forms or destroys the default group itself runs unchanged:
+for the context's lifetime ``torch.distributed.init_process_group`` and ``destroy_process_group``
+leave the plugin's group alone (`skyward_torch.group_patch`, one of Skyward's fast paths).
 
 Limits: one process per worker is assumed (``WORLD_SIZE`` counts workers; the pool starts one
 worker process per node today), and tasks must run under the default ``thread`` executor: under
@@ -55,7 +44,6 @@ from __future__ import annotations
 import datetime
 import functools
 import os
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +51,7 @@ from typing import Any
 from skyward.errors import ConfigurationError
 from skyward.extension.plugin import Plugin
 from skyward.image import Image, PipIndex
+from skyward_torch.group_patch import default_group_owned
 
 __all__ = ["TORCH_INDEX", "distributed_env", "torch", "wheel_packages"]
 
@@ -162,47 +151,6 @@ def _set_env(values: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-@contextmanager
-def _default_group_owned(dist: Any) -> Iterator[None]:
-    """Make user calls to init/destroy the default group harmless while the plugin owns it.
-
-    See the module docstring: only ``torch.distributed.init_process_group`` and
-    ``torch.distributed.destroy_process_group`` are replaced, and restored on exit.
-    """
-    original_init = dist.init_process_group
-    original_destroy = dist.destroy_process_group
-
-    @functools.wraps(original_init)
-    def init_process_group(*args: Any, **kwargs: Any) -> None:
-        if not dist.is_initialized():
-            return original_init(*args, **kwargs)
-        requested = kwargs.get("backend", args[0] if args else None)
-        current = dist.get_backend()
-        if requested is not None and str(requested).lower() not in str(current).lower():
-            warnings.warn(
-                f"torch.distributed.init_process_group(backend={requested!r}) was skipped: the torch plugin "
-                f"already formed the default process group with backend {current!r}. Choose the backend "
-                f"with sky.plugins.torch(backend={requested!r}).",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return None
-
-    @functools.wraps(original_destroy)
-    def destroy_process_group(group: Any = None) -> None:
-        if group is None or group is dist.GroupMember.WORLD:
-            return None  # the plugin's group lives as long as the worker
-        return original_destroy(group)
-
-    dist.init_process_group = init_process_group
-    dist.destroy_process_group = destroy_process_group
-    try:
-        yield
-    finally:
-        dist.init_process_group = original_init
-        dist.destroy_process_group = original_destroy
-
-
 def torch(
     *,
     backend: str | None = None,
@@ -233,6 +181,21 @@ def torch(
         Seconds for the rendezvous and for collectives (``init_process_group(timeout=...)``);
         ``None`` keeps torch's default.
     """
+    _check_arguments(backend, cuda, timeout)
+    requirements = wheel_packages(version, vision, audio)
+    names = tuple(_package_name(requirement) for requirement in requirements)
+
+    def transform(image: Image, cluster: Any) -> Image:
+        build = cuda_build(cluster) if cuda.strip() == "auto" else cuda.strip()
+        index = PipIndex(url=f"{TORCH_INDEX}/{build}", packages=names)
+        return image.with_pip(*requirements).with_pip_index(index)
+
+    around_app = functools.partial(_process_group, backend, timeout)
+    return Plugin.create("torch").with_image_transform(transform).with_around_app(around_app)
+
+
+def _check_arguments(backend: str | None, cuda: str, timeout: float | None) -> None:
+    """Refuse, when the plugin is built, what would only fail on the workers."""
     if not isinstance(cuda, str) or not cuda.strip() or "/" in cuda:
         raise ConfigurationError(f"torch(cuda={cuda!r}): expected a wheel build such as 'cu128' or 'cpu'")
     if backend is not None and (not isinstance(backend, str) or not backend.strip()):
@@ -240,37 +203,32 @@ def torch(
     bad_timeout = isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
     if timeout is not None and bad_timeout:
         raise ConfigurationError(f"torch(timeout={timeout!r}): expected a positive number of seconds or None")
-    requirements = wheel_packages(version, vision, audio)
-    names = tuple(_package_name(requirement) for requirement in requirements)
-    def transform(image: Image, cluster: Any) -> Image:
-        build = cuda_build(cluster) if cuda.strip() == "auto" else cuda.strip()
-        index = PipIndex(url=f"{TORCH_INDEX}/{build}", packages=names)
-        return image.with_pip(*requirements).with_pip_index(index)
 
-    @contextmanager
-    def around_app(info: Any) -> Iterator[None]:
-        import torch as _torch
-        import torch.distributed as dist
 
-        if os.environ.get("TORCHELASTIC_RUN_ID") and all(name in os.environ for name in TOPOLOGY_VARIABLES):
-            topology: dict[str, str] = {}  # a launcher (torchrun, accelerate) numbered this process
-        else:
-            topology = distributed_env(info)
-        chosen = backend or ("nccl" if _torch.cuda.is_available() else "gloo")
-        destroy = dist.destroy_process_group  # the real one, whatever the wrapper below does
-        with _set_env(topology):
-            created = False
-            if not dist.is_initialized():
-                options: dict[str, Any] = {"backend": chosen, "init_method": "env://"}
-                if timeout is not None:
-                    options["timeout"] = datetime.timedelta(seconds=timeout)
-                dist.init_process_group(**options)
-                created = True
-            try:
-                with _default_group_owned(dist):
-                    yield
-            finally:
-                if created and dist.is_initialized():
-                    destroy()
+@contextmanager
+def _process_group(backend: str | None, timeout: float | None, info: Any) -> Iterator[None]:
+    """The ``around_app`` hook: the worker's default process group, formed from its topology (or the
+    launcher's), owned by the plugin for the worker's life and destroyed at its end."""
+    import torch as _torch
+    import torch.distributed as dist
 
-    return Plugin.create("torch").with_image_transform(transform).with_around_app(around_app)
+    if os.environ.get("TORCHELASTIC_RUN_ID") and all(name in os.environ for name in TOPOLOGY_VARIABLES):
+        topology: dict[str, str] = {}  # a launcher (torchrun, accelerate) numbered this process
+    else:
+        topology = distributed_env(info)
+    chosen = backend or ("nccl" if _torch.cuda.is_available() else "gloo")
+    destroy = dist.destroy_process_group  # the real one, whatever the wrapper does
+    with _set_env(topology):
+        created = False
+        if not dist.is_initialized():
+            options: dict[str, Any] = {"backend": chosen, "init_method": "env://"}
+            if timeout is not None:
+                options["timeout"] = datetime.timedelta(seconds=timeout)
+            dist.init_process_group(**options)
+            created = True
+        try:
+            with default_group_owned(dist):
+                yield
+        finally:
+            if created and dist.is_initialized():
+                destroy()

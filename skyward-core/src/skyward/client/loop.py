@@ -18,6 +18,10 @@ meanwhile, where the same answer would wake it too: after a caller stopped drivi
 thread leaves the sockets to the next caller for `PARK` seconds, watching only its self-pipe (what
 other threads hand it) and its timers. A loop of `>>` keeps it parked; a pause longer than `PARK`
 gives the sockets back to it. Whatever reaches a socket during a park waits at most `PARK`.
+
+Both need asyncio's private internals (`skyward.fastpaths.asyncio_drive`): where they are missing,
+or with `SKYWARD_FAST_PATHS=off`, `run_here`, `drive` and `send_and_drive` refuse, the selector
+never gives up a turn, and every call goes through the loop thread (public asyncio only).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from skyward.client import interrupts
+from skyward.fastpaths import asyncio_drive
 
 T = TypeVar("T")
 
@@ -60,7 +65,7 @@ class _TurnTakingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         owner = self._owner
-        if owner._driver == threading.get_ident():
+        if owner._internals is None or owner._driver == threading.get_ident():
             return super().select(timeout)
         parks = owner._drive_ended is not None and timeout != 0  # a select(0) sleeps in nothing
         owner._sleeps_until = math.inf if timeout is None or parks else time.monotonic() + timeout
@@ -104,13 +109,15 @@ class LoopThread:
         #: nearer timer or queued a callback wakes it (`_wake_if_needed`).
         self._sleeps_until = math.inf
         self.loop = asyncio.SelectorEventLoop(_TurnTakingSelector(self))
+        #: What a caller needs to run the loop (None: only the loop thread runs it).
+        self._internals = asyncio_drive.detect(self.loop)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.turn.acquire()  # released by the loop thread's first select
         self._thread.start()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self._self_pipe = _self_pipe_poll(self.loop)
+        self._self_pipe = _self_pipe_poll(self._internals)
         try:
             self.loop.run_forever()
         finally:
@@ -140,24 +147,21 @@ class LoopThread:
         caller. The loop wakes afterwards only if `fn` gave it something to do sooner than it would
         have woken anyway. Whatever the loop reads next (a task's answer) finds `fn`'s work done.
         """
-        loop = self.loop
-        if self.is_current() or not self._take_turn():
-            return False  # another caller drives the loop: queue instead
+        internals = self._internals
+        if internals is None or self.is_current() or not self._take_turn():
+            return False  # no fast path, or another caller drives the loop: queue instead
         main = interrupts.enter(self._wake)
         try:
-            # asyncio's own queues: private, but unchanged for a decade; without them, do not run here.
-            ready, timers = getattr(loop, "_ready", None), getattr(loop, "_scheduled", None)
-            if not loop.is_running() or ready is None or timers is None or ready:
+            if not self.loop.is_running() or internals.ready():
                 return False  # stopped (its thread gave the turn back on the way out), or not idle
-            outer = asyncio.events._get_running_loop()
-            asyncio.events._set_running_loop(loop)
+            outer = internals.pose()
             self._here = threading.get_ident()
             try:
                 fn(*args)
             finally:
                 self._here = None
-                asyncio.events._set_running_loop(outer)
-                self._wake_if_needed()
+                internals.unpose(outer)
+                self._wake_if_needed(internals)
         finally:
             self.turn.release()
             interrupts.leave(main)
@@ -198,19 +202,17 @@ class LoopThread:
         round trip over SSH). None, with nothing run, where `run_here` would refuse (the caller
         then queues `send` itself); else whether `done()`. An exception `send` raises reaches
         the caller, with no driving."""
-        loop = self.loop
-        run_once = getattr(loop, "_run_once", None)  # private, as `_ready`: without it, never drive
-        if run_once is None or self.is_current() or not self._take_turn():
+        internals = self._internals
+        if internals is None or self.is_current() or not self._take_turn():
             return None
         main = interrupts.enter(self._wake)
         try:
-            ready = getattr(loop, "_ready", None)
-            if not loop.is_running() or getattr(loop, "_stopping", True) or ready is None:
+            run_once, ready = internals.run_once, internals.ready()
+            if not self.loop.is_running() or internals.stopping():
                 return None
-            if send is not None and (ready or getattr(loop, "_scheduled", None) is None):
+            if send is not None and ready:
                 return None  # `send` would overtake the callbacks queued before it
-            outer = asyncio.events._get_running_loop()
-            asyncio.events._set_running_loop(loop)
+            outer = internals.pose()
             self._here = me = threading.get_ident()
             driving = False
             try:
@@ -219,23 +221,23 @@ class LoopThread:
                 self._drive_began = time.monotonic()
                 self._driver = me
                 driving = True
-                while not done() and not loop._stopping and not interrupts.held():
+                while not done() and not internals.stopping() and not interrupts.held():
                     run_once()
                 for _ in range(SETTLE_ITERATIONS):
-                    if not ready or loop._stopping:
+                    if not ready or internals.stopping():
                         break
                     run_once()  # callbacks the answer queued (with nothing to wait for in select)
             finally:
                 self._driver = self._here = None
-                asyncio.events._set_running_loop(outer)
+                internals.unpose(outer)
                 if driving:
                     self._drive_ended = ended = time.monotonic()
                     if ended - self._drive_began >= LONG_DRIVE:
                         self._wake()  # the parked loop thread may sleep `LONG_DRIVE_POLL`: it watches now
                     else:
-                        self._wake_if_needed()
+                        self._wake_if_needed(internals)
                 else:
-                    self._wake_if_needed()
+                    self._wake_if_needed(internals)
         finally:
             self.turn.release()
             interrupts.leave(main)
@@ -251,21 +253,20 @@ class LoopThread:
         self._turns_taken += 1  # the loop thread's events from before are stale now (`select`)
         return True
 
-    def _wake_if_needed(self) -> None:
+    def _wake_if_needed(self, internals: asyncio_drive.LoopInternals) -> None:
         """After a caller ran loop work: wake the loop thread if that work queued a callback or
         armed a timer due before the loop thread would wake by itself."""
-        loop = self.loop
-        timers = loop._scheduled  # type: ignore[attr-defined]
-        if loop._ready or (timers and timers[0].when() < self._sleeps_until):  # type: ignore[attr-defined]
-            loop.call_soon_threadsafe(_nothing)
+        timers = internals.timers()
+        if internals.ready() or (timers and timers[0].when() < self._sleeps_until):
+            self.loop.call_soon_threadsafe(_nothing)
 
     def _park(self) -> float | None:
         """On the loop thread, without the turn: while a caller drives the loop, and for `PARK`
         after the last one stopped, wait only for the self-pipe (another thread's callback) and
         the nearest timer, not for the sockets. The timeout left for the full select after it:
         0 when a timer is due, None when there is none."""
-        pipe = self._self_pipe
-        timers = self.loop._scheduled  # type: ignore[attr-defined]
+        pipe, internals = self._self_pipe, self._internals
+        assert internals is not None  # only a drive, which needs them, starts a park
         while not self._waiting:
             # Callers arm timers meanwhile (they hold the turn, this thread does not). So first say
             # "asleep for ever", which makes a caller that arms one from now on wake this thread,
@@ -279,6 +280,7 @@ class LoopThread:
                     break
             else:  # a caller drives: look again when its drive may have ended
                 left = PARK if now - self._drive_began < LONG_DRIVE else LONG_DRIVE_POLL
+            timers = internals.timers()  # read anew: a caller's iteration may replace the heap
             if timers:
                 left = min(left, timers[0].when() - now)
                 if left <= 0:
@@ -289,6 +291,7 @@ class LoopThread:
             elif pipe.poll(math.ceil(left * 1000)):
                 break  # another thread handed the loop something
         self._sleeps_until = math.inf  # the same order for the full select's timeout
+        timers = internals.timers()
         if not timers:
             return None
         timeout = min(max(0.0, timers[0].when() - time.monotonic()), MAXIMUM_SELECT_TIMEOUT)
@@ -314,11 +317,11 @@ def _nothing() -> None:
     """A callback that only wakes the loop (`LoopThread.run_here`)."""
 
 
-def _self_pipe_poll(loop: asyncio.AbstractEventLoop) -> select.poll | None:
+def _self_pipe_poll(internals: asyncio_drive.LoopInternals | None) -> select.poll | None:
     """A poll object on the loop's self-pipe, which `call_soon_threadsafe` writes to: a parked
     loop thread wakes for what other threads hand it. None where the pipe or poll is missing
     (private to asyncio): a park then sleeps, and such a callback waits at most `PARK`."""
-    sock = getattr(loop, "_ssock", None)
+    sock = internals.self_pipe() if internals is not None else None
     if sock is None or not hasattr(select, "poll"):
         return None
     poller = select.poll()

@@ -22,6 +22,7 @@ from typing import Any
 import asyncssh
 
 from skyward.errors import HostKeyError
+from skyward.fastpaths.asyncssh_send import without_ignore_padding
 from skyward.retry import backoff, retry
 
 #: Seconds between SSH keepalives, and how many may go unanswered before the connection is lost.
@@ -236,42 +237,6 @@ def ciphers() -> list[str]:
     algs = list(get_default_encryption_algs())
     preferred = [a for a in (b"aes128-gcm@openssh.com", b"aes256-gcm@openssh.com") if a in algs]
     return [a.decode() for a in preferred + [a for a in algs if a not in preferred]]
-
-
-#: Ciphers whose packets need no SSH_MSG_IGNORE before them: AEAD and counter modes, whose next
-#: packet an eavesdropper cannot prepare a block for (only CBC's chained IV allowed that).
-UNPADDED_CIPHERS = ("-gcm@openssh.com", "chacha20-poly1305@openssh.com", "-ctr")
-#: The payload of the empty SSH_MSG_IGNORE asyncssh sends before each packet (an empty SSH string).
-_EMPTY_STRING = b"\0\0\0\0"
-
-
-def without_ignore_padding(conn: Any) -> bool:
-    """Stop `conn` from sending an empty SSH_MSG_IGNORE before each of its packets, where its
-    cipher makes that pointless; True if it was stopped.
-
-    asyncssh sends one before every packet of an encrypted connection, the countermeasure RFC 4251
-    (9.3.1) gives for CBC, whose next IV an eavesdropper knows. AES-GCM (which `ciphers` puts
-    first), chacha20-poly1305 and CTR need none, and OpenSSH sends none. Each one costs a second
-    encryption and a second socket write per packet, and wakes sshd a second time: over loopback,
-    a no-op task's round trip took 8 to 11% less without them (`benchmarks/`, case ssh, A/B).
-
-    Only this connection changes (an attribute of the instance, over asyncssh's
-    `SSHConnection.send_packet`, which sends them through `self.send_packet`). Should asyncssh
-    rename that method, the connection keeps its padding and works as before.
-    """
-    cipher = str(conn.get_extra_info("send_cipher") or "")
-    send = getattr(conn, "send_packet", None)
-    if send is None or not any(kind in cipher for kind in UNPADDED_CIPHERS):
-        return False
-    from asyncssh.constants import MSG_IGNORE
-
-    def send_packet(pkttype: int, *args: bytes, handler: Any = None) -> None:
-        if pkttype == MSG_IGNORE and args == (_EMPTY_STRING,):
-            return
-        send(pkttype, *args, handler=handler)
-
-    conn.send_packet = send_packet
-    return True
 
 
 def is_permanent(exc: BaseException) -> bool:

@@ -1,0 +1,91 @@
+"""Every fast path Skyward takes through a library's private internals, in one list.
+
+A fast path is kept only while it pays for its risk: each entry says what it saves (measured with
+`SKYWARD_FAST_PATHS` on against off, benchmarks/), what it relies on that the library does not
+promise, how its use is decided, and what runs instead.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["FAST_PATHS", "FastPath"]
+
+
+@attrs.frozen
+class FastPath:
+    #: Short name, as logged and documented.
+    name: str
+    #: The module that detects and applies it (imported only where that library is).
+    module: str
+    #: The internals it uses that the library does not promise to keep.
+    internals: tuple[str, ...]
+    #: What it saves, with the figure that justifies it.
+    saves: str
+    #: How its use is decided on the object at hand.
+    detection: str
+    #: What runs instead when it is not used.
+    fallback: str
+
+
+FAST_PATHS: tuple[FastPath, ...] = (
+    FastPath(
+        name="asyncio-drive",
+        module="skyward.fastpaths.asyncio_drive",
+        internals=(
+            "BaseEventLoop._run_once", "BaseEventLoop._ready", "BaseEventLoop._scheduled",
+            "BaseEventLoop._stopping", "BaseSelectorEventLoop._ssock", "asyncio.events._set_running_loop",
+            "asyncio.events._get_running_loop",
+        ),
+        saves=(
+            "A lone task's hand-off to the loop thread and the loop thread's wake-up of the caller: "
+            "the caller sends on the loop's behalf and runs the loop's iterations itself while it "
+            "waits (client/loop.py's LoopThread.run_here, drive, send_and_drive)."
+        ),
+        detection=(
+            "Every internal present on the pool's loop when its LoopThread starts (a SelectorEventLoop "
+            "of CPython's asyncio); otherwise, or with the switch off, never used."
+        ),
+        fallback=(
+            "A plain SelectorEventLoop: every call is handed to the loop thread with "
+            "call_soon_threadsafe and its answer awaited on a future."
+        ),
+    ),
+    FastPath(
+        name="asyncssh-unpadded",
+        module="skyward.fastpaths.asyncssh_send",
+        internals=(
+            "SSHConnection.send_packet(pkttype, *args, handler=None)", "asyncssh.constants.MSG_IGNORE",
+        ),
+        saves=(
+            "The empty SSH_MSG_IGNORE asyncssh sends before each packet (a second encryption and socket "
+            "write, and a second wake-up of sshd), pointless with AES-GCM, chacha20-poly1305 or CTR."
+        ),
+        detection=(
+            "The connection negotiated one of those ciphers, and its class's send_packet takes "
+            "(pkttype, *args, handler=...); otherwise, or with the switch off, the connection is left alone."
+        ),
+        fallback="asyncssh's own send_packet, an IGNORE before each packet.",
+    ),
+    FastPath(
+        name="torch-default-group",
+        module="skyward_torch.group_patch",
+        internals=(
+            "torch.distributed.init_process_group", "torch.distributed.destroy_process_group",
+            "torch.distributed.GroupMember.WORLD",
+        ),
+        saves=(
+            "No time: user code written for torchrun (init_process_group, destroy_process_group) runs "
+            "unchanged inside the torch plugin's process group, which it would fail to form twice or "
+            "tear down under later tasks."
+        ),
+        detection=(
+            "torch.distributed has init_process_group, destroy_process_group, is_initialized, "
+            "get_backend and GroupMember.WORLD; replaced for the plugin's context only, then put back."
+        ),
+        fallback=(
+            "torch's own functions: the plugin still forms and destroys the group, and user code "
+            "that forms it again gets torch's error (the code must skip that call)."
+        ),
+    ),
+)
