@@ -68,6 +68,24 @@ FAST_PATHS: tuple[FastPath, ...] = (
         fallback="asyncssh's own send_packet, an IGNORE before each packet.",
     ),
     FastPath(
+        name="asyncssh-sign-first",
+        module="skyward.fastpaths.asyncssh_auth",
+        internals=(
+            "SSHClientConnection._auth_methods", "asyncssh.auth._client_auth_handlers[b'publickey']",
+            "ClientAuth._start", "_ClientPublicKeyAuth._send_signed_request",
+        ),
+        saves=(
+            "Two of a login's round trips with a named key (SSH(key_file=...), a cloud pool's key): "
+            "the `none` request and the unsigned key query (wan 50 ms: connect 6.8 -> 4.8 RTTs)."
+        ),
+        detection=(
+            "A connection opened with a key file, whose asyncssh has the auth-method list and a "
+            "public key handler with _start and _send_signed_request; otherwise, or with the switch "
+            "off, asyncssh's own login."
+        ),
+        fallback="asyncssh's login: `none`, then a key query, then the signed request.",
+    ),
+    FastPath(
         name="torch-default-group",
         module="skyward_torch.group_patch",
         internals=(

@@ -173,35 +173,20 @@ async def connect(
 ) -> Connection:
     """Open an SSH connection with the host key verified; raise `HostKeyError` or `ConnectionError`.
 
-    Keys: `key_file` when given (only that key); otherwise the ssh-agent (`SSH_AUTH_SOCK`, unless
-    `agent=False`) and the usual `~/.ssh/id_*` files. `~/.ssh/config` is not read: what is passed
-    here is what is used.
+    Keys: `key_file` when given (only that key, sent signed in the first user-auth request:
+    `fastpaths.asyncssh_auth`); otherwise the ssh-agent (`SSH_AUTH_SOCK`, unless `agent=False`)
+    and the usual `~/.ssh/id_*` files. `~/.ssh/config` is not read: what is passed here is what is
+    used.
     """
     trusted, source = _trusted_keys(host, port, known_hosts, host_key)
     seen: list[Any] = []
-
-    class _Client(asyncssh.SSHClient):
-        def validate_host_public_key(self, host: str, addr: str, port: int, key: Any) -> bool:
-            seen.append(key)  # only called for a key that known_hosts does not trust
-            return False
-
-    kwargs: dict[str, Any] = {"encryption_algs": ciphers(), "compression_algs": None}
-    if key_file is not None:
-        path = Path(key_file).expanduser()
-        if not path.is_file():
-            raise SSHAuthError(
-                f"The SSH key file {path} does not exist; pass SSH(key_file=...) naming a private key"
-            )
-        kwargs["client_keys"] = [str(path)]
-        kwargs["agent_path"] = None
-    elif not agent or not os.environ.get("SSH_AUTH_SOCK"):
-        kwargs["agent_path"] = None
     try:
         conn = await asyncio.wait_for(
             asyncssh.connect(
-                host, port, username=user or None, known_hosts=trusted, client_factory=_Client, config=None,
+                host, port, username=user or None, known_hosts=trusted, config=None,
+                client_factory=_client_factory(seen, sign_first=key_file is not None),
                 connect_timeout=timeout, keepalive_interval=KEEPALIVE_INTERVAL,
-                keepalive_count_max=KEEPALIVE_COUNT, **kwargs,
+                keepalive_count_max=KEEPALIVE_COUNT, **_key_options(key_file, agent),
             ),
             timeout,
         )
@@ -226,6 +211,43 @@ async def connect(
         reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
         target = ssh_target(host, port, user)
         raise ConnectionError(f"Could not connect to SSH host {target} ({reason})") from None
+
+
+def _key_options(key_file: str | os.PathLike[str] | None, agent: bool) -> dict[str, Any]:
+    """asyncssh's options for the keys `connect` offers (its docstring), ciphers and compression."""
+    options: dict[str, Any] = {"encryption_algs": ciphers(), "compression_algs": None}
+    if key_file is not None:
+        path = Path(key_file).expanduser()
+        if not path.is_file():
+            raise SSHAuthError(
+                f"The SSH key file {path} does not exist; pass SSH(key_file=...) naming a private key"
+            )
+        options["client_keys"] = [str(path)]
+        options["agent_path"] = None
+    elif not agent or not os.environ.get("SSH_AUTH_SOCK"):
+        options["agent_path"] = None
+    return options
+
+
+def _client_factory(seen: list[Any], *, sign_first: bool) -> Callable[[], asyncssh.SSHClient]:
+    """The connection's `SSHClient`: records a host key known_hosts does not trust into `seen` (for
+    the error), and with `sign_first` (one named key) logs in with one user-auth request."""
+
+    class _Client(asyncssh.SSHClient):
+        def connection_made(self, conn: Connection) -> None:
+            self._conn = conn
+
+        def begin_auth(self, username: str) -> None:
+            if sign_first:
+                from skyward.fastpaths.asyncssh_auth import sign_first as start_signed
+
+                start_signed(self._conn)
+
+        def validate_host_public_key(self, host: str, addr: str, port: int, key: Any) -> bool:
+            seen.append(key)  # only called for a key that known_hosts does not trust
+            return False
+
+    return _Client
 
 
 def ciphers() -> list[str]:
