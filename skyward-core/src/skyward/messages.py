@@ -38,13 +38,16 @@ class TaskMessage:
     window: int = 16
     #: Some argument is a `StreamRef`: the worker must read items while the task runs.
     streams: bool = False
+    #: Some argument is a `BlobRef` (a large argument sent apart, skyward/worker/blobs.py).
+    blobs: bool = False
 
     def to_wire(self) -> tuple[Any, ...]:
         """The TASK frame's payload: a plain tuple of the fields, which the C pickler writes and
         reads in a fraction of the time a class with a `__reduce__` takes (most of a short
         task's encoding)."""
         return TaskMessage.wire(
-            self.fn_key, self.args, self.kwargs, self.name, self.generator, self.window, self.streams
+            self.fn_key, self.args, self.kwargs, self.name, self.generator, self.window, self.streams,
+            self.blobs,
         )
 
     @staticmethod
@@ -56,13 +59,23 @@ class TaskMessage:
         generator: bool,
         window: int,
         streams: bool = False,
+        blobs: bool = False,
     ) -> tuple[Any, ...]:
         """The payload for these fields without building the message (the client's hot path);
         the one place that fixes the fields' order on the wire, with `from_wire`."""
+        if blobs:
+            return (fn_key, args, kwargs, name, generator, window, streams, blobs)
         return (fn_key, args, kwargs, name, generator, window, streams)
 
     @classmethod
     def from_wire(cls, payload: tuple[Any, ...]) -> TaskMessage:
+        """The task a worker takes; its large arguments put back from the worker's blobs
+        (LookupError names one the worker does not hold)."""
+        if len(payload) > 7 and payload[7]:
+            from skyward.worker.blobs import resolve_arguments
+
+            args, kwargs = resolve_arguments(payload[1], payload[2])
+            return cls(payload[0], args, kwargs, *payload[3:])
         return cls(*payload)
 
 

@@ -70,6 +70,7 @@ class Kind(enum.IntEnum):
     FUNCTION = 9  # client: (key, pickled function, keys the worker drops) before tasks using it
     CALL = 10  # client: a TASK whose caller waits for its answer on the reply lane (transport/lane.py)
     INFO = 11  # client: the node's InstanceInfo changed (the pool was resized); tasks read after see it
+    BLOB = 12  # client: a large argument (id 0) or the keys to drop and adopt (id 1): worker/blobs.py
     CHECK = 16  # client: run health check `id` (payload: the check function) beside the tasks
     ANSWER = 14  # client: collection request `id`'s answer, (ok, value or exception) (skyward/collections)
 

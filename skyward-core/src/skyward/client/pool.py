@@ -329,7 +329,9 @@ class Pool:
         function = shipped(fn, name, self.executor, cache)
         timeout = pending.timeout if pending.timeout is not None else self.options.default_compute_timeout
         target_key = key if key is not None else self._fleet.target_key(target)
-        return build_task(fn, name, function, pending.args, pending.kwargs, target_key, timeout, waiter)
+        return build_task(
+            fn, name, function, pending.args, pending.kwargs, target_key, timeout, waiter, cache
+        )
 
     def _require_running(self) -> None:
         if self._state != "running":

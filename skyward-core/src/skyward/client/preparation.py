@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
+
+from skyward.client import blobs as large
+from skyward.client.blobs import as_blobs
 from skyward.client.shipping import ShippedFunction, ship
 from skyward.client.tasks import TaskState, Waiter
 from skyward.errors import ConfigurationError, SerializationError
@@ -20,8 +24,9 @@ from skyward.wire import Kind, check_picklable, encode, is_plain
 #: Items a generator task may run ahead of its consumer.
 STREAM_WINDOW = 16
 
-#: The functions one dispatch call shipped, by `id(fn)`: a `map` or a broadcast pickles once.
-ShipCache = dict[int, ShippedFunction]
+#: The functions one dispatch call shipped, by `id(fn)`, and its large arguments, by
+#: `("blob", id(value))`: a `map` or a broadcast pickles each once.
+ShipCache = dict[Any, Any]
 
 
 def shipped(fn: Any, name: str, executor: str, cache: ShipCache | None = None) -> ShippedFunction:
@@ -48,27 +53,47 @@ def build_task(
     target: int | None,
     timeout: float | None,
     waiter: Waiter | None,
+    cache: ShipCache | None = None,
 ) -> TaskState:
-    """One task, its frame encoded here on the caller's thread (errors name the argument)."""
+    """One task, its frame encoded here on the caller's thread (errors name the argument).
+
+    Its large arguments travel apart, by content key (`skyward.client.blobs`): the task's own
+    copy of `function` lists them, for the worker's ledger."""
     plain = is_plain((args, kwargs))  # plain data holds no iterator to stream
     args, kwargs, inputs = _streams(fn, args, kwargs, plain)
+    args, kwargs, blobs = as_blobs(args, kwargs, cache)
     task_id = TaskState.next_id()
+    parts = _encode(fn, name, function, args, kwargs, task_id, bool(inputs), plain and not blobs, bool(blobs))
+    # A large task may owe its size to an argument of unknown size: measure them.
+    if sum(memoryview(part).nbytes for part in parts) >= large.BLOB_MIN:
+        args, kwargs, more = as_blobs(args, kwargs, cache, measure=True)
+        if more:
+            blobs += more
+            parts = _encode(fn, name, function, args, kwargs, task_id, bool(inputs), False, True)
+    if blobs:
+        function = attrs.evolve(function, blobs=blobs)
+    return TaskState(
+        name=name, function=function, parts=parts, task_id=task_id, target=target, timeout=timeout,
+        window=STREAM_WINDOW, inputs=inputs, waiter=waiter,
+    )
+
+
+def _encode(
+    fn: Any, name: str, function: ShippedFunction, args: tuple[Any, ...], kwargs: dict[str, Any],
+    task_id: int, streams: bool, plain: bool, blobs: bool = False,
+) -> list[Any]:
     message = TaskMessage.wire(
-        function.key, args, kwargs, name, function.generator, STREAM_WINDOW, bool(inputs)
+        function.key, args, kwargs, name, function.generator, STREAM_WINDOW, streams, blobs
     )
     try:
         # With plain arguments the standard pickler will do.
-        parts = encode(Kind.TASK, task_id, message, plain=plain)
+        return encode(Kind.TASK, task_id, message, plain=plain)
     except Exception as exc:  # noqa: BLE001 - name the culprit
         for i, arg in enumerate(args):
             check_picklable(f"Argument {i} of {name}()", arg)
         for key, value in kwargs.items():
             check_picklable(f"Argument {key}= of {name}()", value)
         raise SerializationError(f"The call {name}(...) cannot be pickled: {exc}") from exc
-    return TaskState(
-        name=name, function=function, parts=parts, task_id=task_id, target=target, timeout=timeout,
-        window=STREAM_WINDOW, inputs=inputs, waiter=waiter,
-    )
 
 
 def _streams(

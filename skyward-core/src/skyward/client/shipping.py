@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 import cloudpickle
 
+from skyward.client.blobs import Blob, BlobLedger
 from skyward.client.captures import captures, same
 from skyward.function import is_generator_function
 from skyward.messages import function_key, pickle_function
@@ -46,6 +47,9 @@ class ShippedFunction:
     key: bytes  # content address: the worker caches the unpickled function under it
     data: bytes
     generator: bool
+    #: One task's large arguments (`skyward.client.blobs`): a task's own copy of its function
+    #: carries them, so that the ledger writes what the worker lacks in the same step.
+    blobs: tuple[Blob, ...] = ()
 
 
 _by_reference: weakref.WeakKeyDictionary[Any, ShippedFunction] = weakref.WeakKeyDictionary()
@@ -152,7 +156,7 @@ class FunctionLedger:
     `max(limit, the largest function)` bytes of functions.
     """
 
-    __slots__ = ("lock", "_held", "_bytes", "_limit", "_entries", "shipped")
+    __slots__ = ("lock", "_held", "_bytes", "_limit", "_entries", "shipped", "blobs")
 
     def __init__(self, limit: int | None = None, entries: int | None = None) -> None:
         #: Held across the ledger's update and the write that carries it out.
@@ -163,11 +167,16 @@ class FunctionLedger:
         self._entries = FUNCTION_CACHE_ENTRIES if entries is None else entries
         #: FUNCTION frames written to this worker (a dropped function sent again counts again).
         self.shipped = 0
+        #: The large arguments the worker holds (under the same lock).
+        self.blobs = BlobLedger()
 
     def parts(self, function: ShippedFunction, task: list[Any]) -> list[Any]:
         """What to write for a task of `function` (lock held): its frame's `task` parts, after
-        the FUNCTION frame if the worker does not hold the function. Either way the function is
-        now the worker's most recently used."""
+        the FUNCTION frame if the worker does not hold the function, and the BLOB frames of the
+        task's large arguments it does not hold. Either way the function is now the worker's most
+        recently used."""
+        if function.blobs:
+            task = [*self.blobs.parts(function.blobs), *task]
         try:
             self._held.move_to_end(function.key)
         except KeyError:

@@ -22,6 +22,8 @@ from typing import Any
 import attrs
 import cloudpickle
 
+from skyward.worker.blobs import BlobStore
+
 #: The most bytes of pickled functions an `executor="process"` subprocess keeps loaded (256 MiB).
 CHILD_CACHE_BYTES = 256 << 20
 #: The most functions such a subprocess keeps loaded, however small they are.
@@ -60,6 +62,8 @@ class ShippedFunctions:
         self._bytes = 0
         self._keep_bytes = keep_bytes
         self._received = 0
+        #: The large arguments this worker was sent, by content key (worker/blobs.py).
+        self.blobs = BlobStore()
         global _current
         _current = self
 

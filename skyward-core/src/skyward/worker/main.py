@@ -106,10 +106,15 @@ class Worker:
             return self.undecodable(frame)
         if kind is Kind.FUNCTION:
             self.functions.receive(frame.payload)
+        elif kind is Kind.BLOB:
+            self.functions.blobs.receive(frame.id, frame.payload)
         elif kind is Kind.TASK or kind is Kind.CALL:
             state = _Running(call=kind is Kind.CALL)
             self.running[frame.id] = state  # now, so a CANCEL read next finds it
-            msg = TaskMessage.from_wire(frame.payload)
+            try:
+                msg = TaskMessage.from_wire(frame.payload)
+            except LookupError as exc:  # a large argument this worker does not hold (worker/blobs.py)
+                return Job(functools.partial(self.refuse, frame.id, exc))
             streams = msg.generator or msg.streams  # the client says so: no scan of the arguments here
             # The function is taken now: a FUNCTION frame read later may drop it from the cache.
             function = self.functions.get(msg.fn_key)

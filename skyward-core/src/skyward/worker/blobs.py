@@ -1,0 +1,193 @@
+"""The large arguments a worker was sent, kept by content key, and dropped when its client says so.
+
+A task argument of `skyward.client.blobs.BLOB_MIN` bytes or more does not travel inside its task:
+it crosses to each worker once, as a BLOB frame `(key, pickle, buffers)`, and the task carries a
+`BlobRef`, which the worker replaces with a fresh copy of the value as it takes the task
+(`resolve_arguments`, from `TaskMessage.from_wire`). The copy's
+large buffers are views on the kept bytes, read-only: a task that changes a numpy array it was
+given gets `ValueError: assignment destination is read-only` rather than changing what the next
+task of the worker receives.
+
+The client decides what each worker keeps (`skyward.client.blobs.BlobLedger`), as it does for
+functions: a control frame (BLOB, id 1) names the keys to drop and the keys to adopt, that is, to
+read from the node folder where the pool's nodes relayed them among themselves
+(`skyward.transport.relay`), checking each file's content against its key before keeping it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+#: The folder, inside the node folder (the worker's working directory), where relayed blobs land.
+BLOB_DIR = ".skyward-blobs"
+#: A BLOB frame's id: the blob itself, or the control frame (keys to drop, keys to adopt).
+BLOB_DATA = 0
+BLOB_CONTROL = 1
+
+
+@attrs.frozen
+class BlobStats:
+    """What one worker holds: `blobs` kept, their `bytes`, and how many it was `sent` over its
+    channel and `adopted` from its node folder so far."""
+
+    blobs: int
+    bytes: int
+    sent: int
+    adopted: int
+
+
+def blob_key(data: bytes | bytearray | memoryview, buffers: Iterable[Any]) -> bytes:
+    """The content key of a pickled argument: its pickle and out-of-band buffers, hashed."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(data)
+    for buffer in buffers:
+        digest.update(buffer)
+    return digest.digest()
+
+
+def blob_path(key: bytes) -> str:
+    """Where a relayed blob lies, relative to the node folder."""
+    return os.path.join(BLOB_DIR, key.hex())
+
+
+class BlobStore:
+    """The worker's blobs by key: the pickle and its buffers, unpickled again for every task."""
+
+    def __init__(self) -> None:
+        self._held: dict[bytes, tuple[bytes, list[Any]]] = {}
+        self._bytes = 0
+        self._sent = 0
+        self._adopted = 0
+        self._lock = threading.Lock()
+        global _current
+        _current = self
+
+    def receive(self, frame_id: int, payload: tuple[Any, ...]) -> None:
+        """A BLOB frame, in arrival order (reader thread): a blob to keep, or drops and adoptions."""
+        if frame_id == BLOB_DATA:
+            key, data, buffers = payload
+            self._keep(key, data, buffers)
+            self._sent += 1
+            return
+        dropped, adopted = payload
+        with self._lock:
+            for key in dropped:
+                gone = self._held.pop(key, None)
+                if gone is not None:
+                    self._bytes -= _size(*gone)
+        for key in adopted:
+            self._adopt(key)
+
+    def _keep(self, key: bytes, data: bytes, buffers: list[Any]) -> None:
+        with self._lock:
+            old = self._held.get(key)
+            if old is not None:
+                self._bytes -= _size(*old)
+            self._held[key] = (data, list(buffers))
+            self._bytes += _size(data, buffers)
+
+    def _adopt(self, key: bytes) -> None:
+        """Keep the blob the nodes relayed into the node folder, if its content is its key.
+
+        A file that is missing or does not match is left out: the task that names the key then
+        fails naming it, rather than running on other bytes."""
+        path = blob_path(key)
+        try:
+            payload = read_blob_file(path)
+        except (OSError, ValueError) as exc:
+            print(f"skyward: relayed argument {key.hex()} unreadable: {exc}", file=sys.stderr, flush=True)
+            return
+        finally:
+            _remove(path)
+        found, data, buffers = payload
+        if found != key or blob_key(data, buffers) != key:
+            print(f"skyward: relayed argument {key.hex()} is not its key's", file=sys.stderr, flush=True)
+            return
+        self._keep(key, data, buffers)
+        self._adopted += 1
+
+    def value(self, key: bytes) -> Any:
+        """A fresh copy of the argument `key`, its large buffers read-only views of the kept ones."""
+        held = self._held.get(key)
+        if held is None:
+            raise LookupError(
+                f"argument {key.hex()} is not held by this worker: its node lost it or the relay "
+                "that was to bring it failed; dispatch the task again and the client sends it"
+            )
+        data, buffers = held
+        return pickle.loads(data, buffers=[memoryview(b).toreadonly() for b in buffers])
+
+    def stats(self) -> BlobStats:
+        return BlobStats(len(self._held), self._bytes, self._sent, self._adopted)
+
+
+def read_blob_file(path: str) -> tuple[bytes, bytes, list[Any]]:
+    """The `(key, pickle, buffers)` of a relayed blob: the file holds its BLOB frame as sent."""
+    from skyward.wire import FrameDecoder, Undecodable
+
+    frames: list[Any] = []
+    decoder = FrameDecoder(frames.append)
+    with open(path, "rb") as file:
+        while chunk := file.read(4 << 20):
+            decoder.feed(chunk)
+    if len(frames) != 1 or isinstance(frames[0].payload, Undecodable):
+        raise ValueError(f"{path} does not hold one whole blob")
+    return frames[0].payload
+
+
+def _size(data: bytes, buffers: list[Any]) -> int:
+    return len(data) + sum(memoryview(b).nbytes for b in buffers)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+class BlobRef:
+    """What a task's frame carries in a large argument's place; the worker puts the argument back
+    (`resolve_arguments`) when it takes the task, after every BLOB frame written before it."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return BlobRef, (self.key,)
+
+    def __repr__(self) -> str:
+        return f"BlobRef({self.key.hex()})"
+
+
+_current: BlobStore | None = None
+
+
+def resolve_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`args` and `kwargs` with each `BlobRef` replaced by its argument (LookupError if not held)."""
+    store = _current
+    if store is None:
+        raise LookupError("a task named its arguments by key in a process that keeps no arguments")
+
+    def value(arg: Any) -> Any:
+        return store.value(arg.key) if type(arg) is BlobRef else arg
+
+    return tuple(value(a) for a in args), {k: value(v) for k, v in kwargs.items()}
+
+
+def stats() -> BlobStats:
+    """What this worker holds (a task may call it: the tests do)."""
+    if _current is None:
+        return BlobStats(0, 0, 0, 0)
+    return _current.stats()
