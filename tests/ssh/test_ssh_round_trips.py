@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from ssh_hosts import SSHHosts
 
 from skyward import fastpaths
+from skyward.transport import ssh_archive
+from skyward.transport.ssh_commands import SSHRunner
 from skyward.transport.ssh_connect import connect
 
 
@@ -76,3 +81,76 @@ def test_with_fast_paths_off_a_login_asks_first_as_asyncssh_does(
     _login(ssh_hosts)
     assert [line for line in asyncssh_lines if "Remaining auth methods" in line]
     assert [line for line in asyncssh_lines if "Trying public key auth" in line]
+
+
+class _Requests:
+    """The channels a connection opens ("channel") and its SFTP sessions ("sftp"), recorded on
+    the connection itself."""
+
+    def __init__(self, conn: Any) -> None:
+        self.opened: list[str] = []
+        for name in ("create_session", "start_sftp_client"):
+            setattr(conn, name, self._recording(name, getattr(conn, name)))
+
+    def _recording(self, name: str, method: Any) -> Any:
+        def record(*args: Any, **kwargs: Any) -> Any:
+            self.opened.append("sftp" if name == "start_sftp_client" else "channel")
+            return method(*args, **kwargs)
+
+        return record
+
+
+def test_a_folder_put_is_one_exec_request_whatever_its_depth_and_files(
+    ssh_hosts: SSHHosts, tmp_path: Path
+) -> None:
+    server = ssh_hosts.servers[0]
+    for i in range(20):
+        (tmp_path / "tree" / f"sub{i % 3}").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / f"sub{i % 3}" / f"{i}.txt").write_text(str(i))
+    target = f"{server.home}/a/b/c/d/tree"
+
+    async def main() -> list[str]:
+        conn = await connect(
+            server.address,
+            server.port,
+            server.user,
+            key_file=ssh_hosts.key_file,
+            known_hosts=ssh_hosts.known_hosts,
+        )
+        async with conn:
+            requests = _Requests(conn)
+            await SSHRunner(conn).put(tmp_path / "tree", target)
+            return requests.opened
+
+    assert asyncio.run(main()) == ["channel"]
+    assert sorted(p.name for p in Path(target).rglob("*.txt")) == sorted(f"{i}.txt" for i in range(20))
+    assert (Path(target) / "sub2" / "5.txt").read_text() == "5"
+    shutil.rmtree(server.home / "a")
+
+
+def test_a_put_on_a_host_without_tar_goes_over_sftp(
+    ssh_hosts: SSHHosts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = ssh_hosts.servers[0]
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "a.txt").write_text("a")
+    # The command the archive is unpacked with, as a host without tar answers it.
+    monkeypatch.setattr(ssh_archive, "unpack_command", lambda remote: "exec no-such-tar-here")
+
+    async def main() -> list[str]:
+        conn = await connect(
+            server.address,
+            server.port,
+            server.user,
+            key_file=ssh_hosts.key_file,
+            known_hosts=ssh_hosts.known_hosts,
+        )
+        async with conn:
+            requests = _Requests(conn)
+            await SSHRunner(conn).put(tmp_path / "tree", f"{server.home}/untarred/tree")
+            return requests.opened
+
+    opened = asyncio.run(main())
+    assert opened[0] == "channel" and "sftp" in opened
+    assert (server.home / "untarred" / "tree" / "a.txt").read_text() == "a"
+    shutil.rmtree(server.home / "untarred")

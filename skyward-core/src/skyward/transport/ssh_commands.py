@@ -74,7 +74,7 @@ class _CommandSession(asyncssh.SSHClientSession):  # type: ignore[misc]
 
 
 class SSHRunner:
-    """`skyward.bootstrap.CommandRunner` over one SSH connection: commands and SFTP copies.
+    """`skyward.bootstrap.CommandRunner` over one SSH connection: commands and copies (tar, or SFTP).
 
     `label` names the host in errors (default: the connection's user and address). `pid_file`, when
     given, is a path on the host where each command records its pid (= its process group), so that
@@ -154,29 +154,39 @@ class SSHRunner:
 
     async def put(self, local: Path, remote: str) -> None:
         """Copy the file or folder `local` to the path `remote` (not into it), creating parents; a
-        folder is merged into an existing one. A dropped connection raises `RunnerConnectionLost`."""
+        folder is merged into an existing one. One tar archive over one exec request
+        (`ssh_archive`), or SFTP on a host without tar. A dropped connection raises
+        `RunnerConnectionLost`."""
+        from skyward.transport.ssh_archive import NoTar, put_archive
+
         local = Path(local)
         try:
-            async with self.conn.start_sftp_client() as sftp:
-                if local.is_dir():
-                    await sftp.makedirs(remote, exist_ok=True)
-                    # Every child at once over the one session: a copy waits on round trips
-                    # (open, write, close), not on bandwidth, for the small files sent here.
-                    children = sorted(str(p) for p in local.iterdir())
-                    copies = [sftp.put(child, remote, recurse=True) for child in children]
-                    for result in await asyncio.gather(*copies, return_exceptions=True):
-                        if isinstance(result, BaseException):
-                            raise result
-                else:
-                    parent = remote.rsplit("/", 1)[0]
-                    if parent:
-                        await sftp.makedirs(parent, exist_ok=True)
-                    await sftp.put(str(local), remote)
+            try:
+                await put_archive(self.conn, local, remote)
+            except NoTar:
+                await self._sftp_put(local, remote)
         except (OSError, asyncssh.Error) as exc:
             lost = isinstance(exc, asyncssh.DisconnectError | asyncssh.SFTPConnectionLost)
             if lost or self.conn.is_closed():
                 raise self._lost(exc, f"copying {local.name} to {remote}") from None
             raise
+
+    async def _sftp_put(self, local: Path, remote: str) -> None:
+        async with self.conn.start_sftp_client() as sftp:
+            if local.is_dir():
+                await sftp.makedirs(remote, exist_ok=True)
+                # Every child at once over the one session: a copy waits on round trips
+                # (open, write, close), not on bandwidth, for the small files sent here.
+                children = sorted(str(p) for p in local.iterdir())
+                copies = [sftp.put(child, remote, recurse=True) for child in children]
+                for result in await asyncio.gather(*copies, return_exceptions=True):
+                    if isinstance(result, BaseException):
+                        raise result
+            else:
+                parent = remote.rsplit("/", 1)[0]
+                if parent:
+                    await sftp.makedirs(parent, exist_ok=True)
+                await sftp.put(str(local), remote)
 
 
 def _describe(conn: Connection) -> str:
