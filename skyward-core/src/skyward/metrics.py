@@ -183,7 +183,7 @@ class NetworkTx(Collector):
 class Custom(Collector):
     """A shell `command` run on the node every `interval` seconds; the last number it prints is
     the value of the metric `name` (`unit` as given). A command that fails is reported once, as a
-    non-fatal `sky.Error` naming the metric, and tried again at the next interval."""
+    non-fatal `sky.ErrorReported` naming the metric, and tried again at the next interval."""
 
     name: str = attrs.field()  # type: ignore[assignment]
     command: str = attrs.field()
