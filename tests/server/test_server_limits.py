@@ -19,7 +19,8 @@ import pytest
 from server_support import Server
 
 from skyward.server.app import _reap
-from skyward.server.pools import Held, Pools
+from skyward.server.held import Held
+from skyward.server.pools import Pools
 from skyward.server.store import Store
 
 

@@ -38,14 +38,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import os
 import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -54,21 +53,30 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from skyward._version import __version__
 from skyward.secrets import mask
 from skyward.server.dispatch import dispatch_async, dispatch_stream
+from skyward.server.errors import NotFound, RequestError
+from skyward.server.held import Cancel, Held
+from skyward.server.http import (
+    CallGate,
+    ClosingStream,
+    Limiters,
+    TokenGuard,
+    close_soon,
+    iterate,
+    joined,
+    json_body,
+    read_body,
+    request_error,
+)
 from skyward.server.limits import (
-    HISTORY_THREADS,
-    LIFECYCLE_THREADS,
-    MAX_CALLS_ENV,
-    MAX_JSON_BYTES,
-    TRANSFER_THREADS,
     Limits,
 )
 from skyward.server.output import OutputBuffer
-from skyward.server.pools import STOP_TIMEOUT, Cancel, Held, NotFound, Pools, RequestError
+from skyward.server.pools import STOP_TIMEOUT, Pools
 from skyward.server.redact import redact_json
 
 #: How often idle pools are looked for.
@@ -78,149 +86,6 @@ VIEW_EVENTS = 20
 #: The longest `GET /v1/pools/NAME?wait=` (seconds).
 MAX_WAIT = 600.0
 
-T = TypeVar("T")
-
-
-class TooBusy(RequestError):
-    """More calls and runs in flight than the server's cap."""
-
-    status = 429
-
-
-class TooLarge(RequestError):
-    status = 413
-
-
-class TokenGuard:
-    """Refuse (401) every HTTP request whose `Authorization` header is not `Bearer <token>`."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                response = JSONResponse(
-                    {"error": "missing or wrong token: send 'Authorization: Bearer <token>' with the token "
-                              "from the server's token file (~/.skyward/server/token)"},
-                    status_code=401, headers={"WWW-Authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-class Limiters:
-    """Threads per kind of work: one kind waiting cannot hold up another (see `skyward.server.limits`)."""
-
-    def __init__(self, limits: Limits) -> None:
-        self.calls = anyio.CapacityLimiter(limits.max_calls)
-        self.lifecycle = anyio.CapacityLimiter(LIFECYCLE_THREADS)
-        self.transfers = anyio.CapacityLimiter(TRANSFER_THREADS)
-        self.history = anyio.CapacityLimiter(HISTORY_THREADS)
-
-
-class CallGate:
-    """The calls and runs in flight, at most `cap`: one more is refused with 429 at once, its
-    message saying how to raise the cap. Used on the event loop only (no lock needed)."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.active = cap, 0
-
-    def enter(self) -> None:
-        if self.active >= self.cap:
-            raise TooBusy(
-                f"the server already runs {self.active} calls and runs, its cap: retry when one ends, or "
-                f"start the server with a higher cap ({MAX_CALLS_ENV}={self.cap * 2} sky server start)"
-            )
-        self.active += 1
-
-    def leave(self) -> None:
-        self.active -= 1
-
-
-class ClosingStream(StreamingResponse):
-    """A streamed answer whose `finally` callbacks run once it is sent, cut off, or never started
-    (a generator that never started would not run its own `finally`)."""
-
-    def __init__(self, content: Any, *, closing: list[Callable[[], None]], media_type: str) -> None:
-        super().__init__(content, media_type=media_type)
-        self.closing = closing
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            for close in self.closing:
-                close()
-
-
-def _request_error(request: Request, error: Exception) -> Response:
-    assert isinstance(error, RequestError)
-    headers = {"Retry-After": "1"} if isinstance(error, TooBusy) else None
-    return JSONResponse({"error": mask(str(error))}, status_code=error.status, headers=headers)
-
-
-async def _read(request: Request, limit: int, what: str) -> bytes:
-    """The request's body, refused (413) past `limit` bytes before more than that is read."""
-    declared = request.headers.get("content-length", "")
-    too_large = TooLarge(f"{what} is over {limit >> 20} MiB, the server's limit")
-    if declared.isdigit() and int(declared) > limit:
-        raise too_large
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _body(request: Request) -> dict[str, Any]:
-    raw = await _read(request, MAX_JSON_BYTES, "the request body")
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise RequestError("the request body is not JSON") from None
-    if not isinstance(data, dict):
-        raise RequestError("the request body must be a JSON object")
-    return data
-
-
-async def _iterate(items: Iterator[T], limiter: anyio.CapacityLimiter) -> AsyncIterator[T]:
-    """A blocking iterator's items, each `next` on a thread from `limiter`."""
-    done: Any = object()
-    try:
-        while True:
-            item = await anyio.to_thread.run_sync(next, items, done, limiter=limiter)
-            if item is done:
-                return
-            yield item
-    finally:
-        close_soon(items)
-
-
-def close_soon(items: Any) -> None:
-    """Close a blocking iterator on a thread of its own (closing a remote stream may wait on the
-    pool; the event loop must not)."""
-    close = getattr(items, "close", None)
-    if close is None:
-        return
-
-    def quietly() -> None:
-        with contextlib.suppress(Exception):
-            close()
-
-    threading.Thread(target=quietly, name="skyward-close", daemon=True).start()
-
-
-async def _joined(thread: threading.Thread, timeout: float) -> None:
-    """Wait for `thread` without holding one."""
-    deadline = time.monotonic() + timeout
-    while thread.is_alive() and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
 
 
 def create_app(pools: Pools, token: str, info: dict[str, Any], limits: Limits | None = None,
@@ -229,145 +94,195 @@ def create_app(pools: Pools, token: str, info: dict[str, Any], limits: Limits | 
     `on_stopped` runs at the end of the lifespan's shutdown, after every pool has ended (the
     daemon's `server.json` is removed there: uvicorn re-raises a SIGTERM before its caller's
     `finally` could)."""
-    limits = limits or Limits()
-    limiters = Limiters(limits)
-    gate = CallGate(limits.max_calls)
+    api = Api(pools, info, limits or Limits(), on_stopped)
+    routes = [
+        Route("/v1/server", api.server_status, methods=["GET"]),
+        Route("/v1/server/shutdown", api.shutdown, methods=["POST"]),
+        Route("/v1/pools", api.list_pools, methods=["GET"]),
+        Route("/v1/pools", api.create_pool, methods=["POST"]),
+        Route("/v1/pools/{name}", api.get_pool, methods=["GET"]),
+        Route("/v1/pools/{name}", api.delete_pool, methods=["DELETE"]),
+        Route("/v1/pools/{name}/run", api.run_script, methods=["POST"]),
+        Route("/v1/pools/{name}/runs", api.runs, methods=["GET"]),
+        Route("/v1/pools/{name}/call", api.call, methods=["POST"]),
+        Route("/v1/pools/{name}/events", api.events, methods=["GET"]),
+        Route("/v1/pools/{name}/history", api.history, methods=["GET"]),
+        Route("/v1/pools/{name}/view", api.view, methods=["GET"]),
+        Route("/v1/pools/{name}/files", api.upload, methods=["PUT"]),
+        Route("/v1/pools/{name}/files", api.download, methods=["GET"]),
+    ]
+    # A refused request raises RequestError anywhere below a route; this one handler answers it.
+    app = Starlette(routes=routes, lifespan=contextlib.asynccontextmanager(api.lifespan),
+                    exception_handlers={RequestError: request_error})
+    guarded = TokenGuard(app, token)
+    guarded.starlette = app  # type: ignore[attr-defined] - where the daemon puts the uvicorn server
+    return guarded
 
-    async def server_status(request: Request) -> Response:
+
+@contextlib.contextmanager
+def _callers_error() -> Iterator[None]:
+    """A failure of what the caller asked a node for (a path it cannot read or write) is the
+    caller's error (400 with its message), as a refused request already is."""
+    try:
+        yield
+    except RequestError:
+        raise
+    except Exception as error:  # noqa: BLE001 - told to the caller
+        raise RequestError(f"{type(error).__name__}: {error}") from None
+
+
+class Api:
+    """The routes' handlers, over one server's pools, limits and call gate."""
+
+    def __init__(self, pools: Pools, info: dict[str, Any], limits: Limits,
+                 on_stopped: Callable[[], None] | None) -> None:
+        self.pools, self.info, self.limits, self.on_stopped = pools, info, limits, on_stopped
+        self.limiters = Limiters(limits)
+        self.gate = CallGate(limits.max_calls)
+
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        pools, lifecycle = self.pools, self.limiters.lifecycle
+        self.info["restored"] = await anyio.to_thread.run_sync(pools.restore, limiter=lifecycle)
+        reaper = asyncio.create_task(_reap(pools, lifecycle))
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            try:
+                await anyio.to_thread.run_sync(pools.close, limiter=lifecycle)
+            finally:
+                if self.on_stopped is not None:
+                    self.on_stopped()
+
+    async def server_status(self, request: Request) -> Response:
+        pools, gate = self.pools, self.gate
         return JSONResponse({
-            **info, "version": __version__, "pid": os.getpid(), "pools": len(pools.list()),
+            **self.info, "version": __version__, "pid": os.getpid(), "pools": len(pools.list()),
             "idle_timeout": pools.idle_timeout, "calls": {"running": gate.active, "cap": gate.cap},
             "store": {"commits": pools.store.commits},
         })
 
-    async def shutdown(request: Request) -> Response:
+    async def shutdown(self, request: Request) -> Response:
         server = getattr(request.app.state, "server", None)
         if server is not None:
             server.should_exit = True
         return JSONResponse({"stopping": True})
 
-    async def list_pools(request: Request) -> Response:
-        return JSONResponse({"pools": pools.list()})
+    async def list_pools(self, request: Request) -> Response:
+        return JSONResponse({"pools": self.pools.list()})
 
-    async def create_pool(request: Request) -> Response:
-        data = await _body(request)
+    async def create_pool(self, request: Request) -> Response:
+        data = await json_body(request)
         name, config = data.get("name"), data.get("config", {})
         if not isinstance(name, str) or not isinstance(config, dict):
             raise RequestError('send {"name": "<pool>", "config": {<pool table>}}')
-        created = await anyio.to_thread.run_sync(pools.create, name, config, limiter=limiters.lifecycle)
+        created = await anyio.to_thread.run_sync(self.pools.create, name, config,
+                                                 limiter=self.limiters.lifecycle)
         return JSONResponse(created, status_code=202)
 
-    async def get_pool(request: Request) -> Response:
+    async def get_pool(self, request: Request) -> Response:
         name = request.path_params["name"]
         try:
             wait = min(float(request.query_params.get("wait", "0")), MAX_WAIT)
         except ValueError:
             raise RequestError("wait= takes seconds, e.g. ?wait=30") from None
         deadline = time.monotonic() + wait
-        while not pools.started(name) and time.monotonic() < deadline:
+        while not self.pools.started(name) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)  # no thread held while a pool starts
-        return JSONResponse(pools.get(name))
+        return JSONResponse(self.pools.get(name))
 
-    async def delete_pool(request: Request) -> Response:
+    async def delete_pool(self, request: Request) -> Response:
         name = request.path_params["name"]
-        stopping = await anyio.to_thread.run_sync(lambda: pools.delete(name, wait=False),
-                                                  limiter=limiters.lifecycle)
-        await _joined(stopping, STOP_TIMEOUT)
+        stopping = await anyio.to_thread.run_sync(lambda: self.pools.delete(name, wait=False),
+                                                  limiter=self.limiters.lifecycle)
+        await joined(stopping, STOP_TIMEOUT)
         return JSONResponse({"deleted": name})
 
-    async def call(request: Request) -> Response:
-        name = request.path_params["name"]
+    async def call(self, request: Request) -> Response:
+        name, pools, gate, calls = request.path_params["name"], self.pools, self.gate, self.limiters.calls
         gate.enter()
         streamed = False
         try:
-            data = await _read(request, limits.max_call_bytes, "the call's pickle")
+            data = await read_body(request, self.limits.max_call_bytes, "the call's pickle")
             if request.query_params.get("stream") == "1":
-                frames = await anyio.to_thread.run_sync(dispatch_stream, pools, name, data,
-                                                        limiter=limiters.calls)
+                frames = await anyio.to_thread.run_sync(dispatch_stream, pools, name, data, limiter=calls)
                 streamed = True
-                return ClosingStream(_iterate(frames, limiters.calls),
-                                     closing=[gate.leave, lambda: close_soon(frames)],
+                closing = [gate.leave, lambda: close_soon(frames)]
+                return ClosingStream(iterate(frames, calls), closing=closing,
                                      media_type="application/octet-stream")
-            answer = await dispatch_async(pools, name, data, limiters.calls)
+            answer = await dispatch_async(pools, name, data, calls)
             return Response(answer, media_type="application/octet-stream")
         finally:
             if not streamed:
                 gate.leave()
 
-    async def events(request: Request) -> Response:
-        feed = pools.feed(request.path_params["name"])
+    async def events(self, request: Request) -> Response:
+        feed = self.pools.feed(request.path_params["name"])
         return StreamingResponse(feed.frames(), media_type="application/octet-stream")
 
-    async def read_history(name: str, runs: bool, events: int | None) -> tuple[list[Any], list[Any]]:
-        def read() -> tuple[list[Any], list[Any]]:
-            return (pools.store.runs(name) if runs else [],
-                    pools.store.events(name, limit=events) if events != 0 else [])
+    async def _read_history(self, name: str, runs: bool, events: int | None) -> tuple[list[Any], list[Any]]:
+        store = self.pools.store
 
-        runs_, events_ = await anyio.to_thread.run_sync(read, limiter=limiters.history)
+        def read() -> tuple[list[Any], list[Any]]:
+            return (store.runs(name) if runs else [], store.events(name, limit=events) if events != 0 else [])
+
+        runs_, events_ = await anyio.to_thread.run_sync(read, limiter=self.limiters.history)
         return redact_json(runs_), redact_json(events_)
 
-    async def runs(request: Request) -> Response:
+    async def runs(self, request: Request) -> Response:
         name = request.path_params["name"]
-        found, _ = await read_history(name, runs=True, events=0)
+        found, _ = await self._read_history(name, runs=True, events=0)
         return JSONResponse({"pool": name, "runs": found})
 
-    async def view(request: Request) -> Response:
+    async def view(self, request: Request) -> Response:
         name = request.path_params["name"]
-        described, metrics = pools.get(name), pools.metrics(name)
-        _, last = await read_history(name, runs=False, events=VIEW_EVENTS)
+        described, metrics = self.pools.get(name), self.pools.metrics(name)
+        _, last = await self._read_history(name, runs=False, events=VIEW_EVENTS)
         return JSONResponse({"pool": described, "metrics": metrics, "events": last})
 
-    async def history(request: Request) -> Response:
+    async def history(self, request: Request) -> Response:
         name = request.path_params["name"]
         try:
-            held: dict[str, Any] | None = pools.get(name)
+            held: dict[str, Any] | None = self.pools.get(name)
         except RequestError:
             held = None  # deleted: its runs and events remain
-        runs_, events_ = await read_history(name, runs=True, events=None)
+        runs_, events_ = await self._read_history(name, runs=True, events=None)
         if held is None and not runs_ and not events_:
             raise NotFound(f"the server has no history of a pool {name!r}")
         return JSONResponse({"name": name, "pool": held, "runs": runs_, "events": events_})
 
-    async def upload(request: Request) -> Response:
-        name, query = request.path_params["name"], request.query_params
+    async def upload(self, request: Request) -> Response:
+        name, query, transfers = request.path_params["name"], request.query_params, self.limiters.transfers
         node, destination = query.get("node", "head"), query.get("destination", ".")
-        pools.targets(name, node)  # the pool and node are checked before a byte is spooled
-        with pools.in_use(name):  # a long upload is use: the reaper leaves the pool
-            spool = await anyio.to_thread.run_sync(_spool_file, limiter=limiters.transfers)
+        self.pools.targets(name, node)  # the pool and node are checked before a byte is spooled
+        with self.pools.in_use(name):  # a long upload is use: the reaper leaves the pool
+            spool = await anyio.to_thread.run_sync(_spool_file, limiter=transfers)
             try:
-                with spool:
-                    # Spooled to a file as it arrives (never whole in memory), then streamed on.
-                    async for chunk in request.stream():
-                        await anyio.to_thread.run_sync(spool.write, chunk, limiter=limiters.transfers)
-                written = await anyio.to_thread.run_sync(pools.upload, name, node, spool.name, destination,
-                                                         limiter=limiters.transfers)
-            except RequestError:
-                raise
-            except Exception as error:  # noqa: BLE001 - a path the node cannot write is the caller's error
-                raise RequestError(f"{type(error).__name__}: {error}") from None
+                with _callers_error():
+                    with spool:
+                        # Spooled to a file as it arrives (never whole in memory), then streamed on.
+                        async for chunk in request.stream():
+                            await anyio.to_thread.run_sync(spool.write, chunk, limiter=transfers)
+                    written = await anyio.to_thread.run_sync(self.pools.upload, name, node, spool.name,
+                                                             destination, limiter=transfers)
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(spool.name)
         return JSONResponse({"written": written})
 
-    async def download(request: Request) -> Response:
-        name, query = request.path_params["name"], request.query_params
+    async def download(self, request: Request) -> Response:
+        name, query, transfers = request.path_params["name"], request.query_params, self.limiters.transfers
         node, path = query.get("node", "head"), query.get("path", "")
-        try:
-            chunks = await anyio.to_thread.run_sync(pools.download, name, node, path,
-                                                    limiter=limiters.transfers)
-        except RequestError:
-            raise
-        except Exception as error:  # noqa: BLE001 - a missing path on the node is the caller's error
-            raise RequestError(f"{type(error).__name__}: {error}") from None
-        return ClosingStream(_iterate(chunks, limiters.transfers), closing=[lambda: close_soon(chunks)],
+        with _callers_error():
+            chunks = await anyio.to_thread.run_sync(self.pools.download, name, node, path, limiter=transfers)
+        return ClosingStream(iterate(chunks, transfers), closing=[lambda: close_soon(chunks)],
                              media_type="application/gzip")
 
-    async def run_script(request: Request) -> Response:
-        name = request.path_params["name"]
+    async def run_script(self, request: Request) -> Response:
+        name, pools, gate = request.path_params["name"], self.pools, self.gate
         gate.enter()
         try:
-            data = await _body(request)
+            data = await json_body(request)
             script, source = data.get("script"), data.get("source")
             argv, node = data.get("argv", []), str(data.get("node", "head"))
             if not isinstance(script, str) or not isinstance(source, str) or not isinstance(argv, list):
@@ -380,41 +295,6 @@ def create_app(pools: Pools, token: str, info: dict[str, Any], limits: Limits | 
         record = pools.store.run_started(name, script, [mask(a, held.masked) for a in argv], node)
         stream = _run_stream(pools, held, targets, script, source, argv, record)
         return ClosingStream(stream, closing=[gate.leave], media_type="application/x-ndjson")
-
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        info["restored"] = await anyio.to_thread.run_sync(pools.restore, limiter=limiters.lifecycle)
-        reaper = asyncio.create_task(_reap(pools, limiters.lifecycle))
-        try:
-            yield
-        finally:
-            reaper.cancel()
-            try:
-                await anyio.to_thread.run_sync(pools.close, limiter=limiters.lifecycle)
-            finally:
-                if on_stopped is not None:
-                    on_stopped()
-
-    routes = [
-        Route("/v1/server", server_status, methods=["GET"]),
-        Route("/v1/server/shutdown", shutdown, methods=["POST"]),
-        Route("/v1/pools", list_pools, methods=["GET"]),
-        Route("/v1/pools", create_pool, methods=["POST"]),
-        Route("/v1/pools/{name}", get_pool, methods=["GET"]),
-        Route("/v1/pools/{name}", delete_pool, methods=["DELETE"]),
-        Route("/v1/pools/{name}/run", run_script, methods=["POST"]),
-        Route("/v1/pools/{name}/runs", runs, methods=["GET"]),
-        Route("/v1/pools/{name}/call", call, methods=["POST"]),
-        Route("/v1/pools/{name}/events", events, methods=["GET"]),
-        Route("/v1/pools/{name}/history", history, methods=["GET"]),
-        Route("/v1/pools/{name}/view", view, methods=["GET"]),
-        Route("/v1/pools/{name}/files", upload, methods=["PUT"]),
-        Route("/v1/pools/{name}/files", download, methods=["GET"]),
-    ]
-    app = Starlette(routes=routes, lifespan=contextlib.asynccontextmanager(lifespan),
-                    exception_handlers={RequestError: _request_error})
-    guarded = TokenGuard(app, token)
-    guarded.starlette = app  # type: ignore[attr-defined] - where the daemon puts the uvicorn server
-    return guarded
 
 
 def _spool_file() -> Any:

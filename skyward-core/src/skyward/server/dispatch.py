@@ -31,7 +31,9 @@ import anyio.to_thread
 import cloudpickle
 
 from skyward.function import PendingFunction, is_generator_function, unwrap_function
-from skyward.server.pools import Held, Pools, RequestError
+from skyward.server.errors import RequestError
+from skyward.server.held import Held
+from skyward.server.pools import Pools
 
 KINDS = ("run", "broadcast", "parallel", "map", "resize")
 
