@@ -13,18 +13,15 @@ import numpy as np
 import pytest
 
 from skyward.errors import SerializationError
+from skyward.payload import FLAG_LZ4, OUT_OF_BAND_MIN, Undecodable, check_picklable
 from skyward.transport import shm
 from skyward.wire import (
     BUFFER_ENTRY,
-    FLAG_LZ4,
     FLAG_SHM,
     HEADER,
-    OUT_OF_BAND_MIN,
     Frame,
     FrameDecoder,
     Kind,
-    Undecodable,
-    check_picklable,
     encode,
     encode_bytes,
     offload,

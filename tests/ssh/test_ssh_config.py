@@ -66,7 +66,7 @@ def test_key_file_and_known_hosts_take_paths() -> None:
 
 
 def test_a_pool_key_is_created_once_private_and_removable(tmp_path, monkeypatch) -> None:
-    from skyward.transport.ssh import pool_key, remove_pool_key
+    from skyward.transport.ssh_connect import pool_key, remove_pool_key
 
     monkeypatch.setenv("SKYWARD_HOME", str(tmp_path))
     path, public = pool_key("pool-1234")

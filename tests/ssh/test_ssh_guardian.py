@@ -183,7 +183,7 @@ def time_guard(hosts: SSHHosts, folder: str, python: Path) -> tuple[float, float
     import asyncio
 
     from skyward.guardian import release_command
-    from skyward.transport.ssh import connect
+    from skyward.transport.ssh_connect import connect
     from skyward.transport.ssh_lease import guard
 
     server = hosts.servers[0]
@@ -310,7 +310,7 @@ def test_a_renewer_killed_under_a_live_connection_is_opened_again(ssh_hosts: SSH
     import asyncio
 
     from skyward.guardian import release_command
-    from skyward.transport.ssh import connect
+    from skyward.transport.ssh_connect import connect
     from skyward.transport.ssh_lease import guard
 
     server = ssh_hosts.servers[0]

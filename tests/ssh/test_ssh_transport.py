@@ -19,8 +19,9 @@ from skyward import fastpaths
 from skyward.fastpaths.asyncssh_send import without_ignore_padding
 from skyward.messages import Hello, TaskMessage, function_key, pickle_function
 from skyward.task.instance import InstanceInfo
-from skyward.transport.ssh import SSHChannel, SSHRunner, connect, worker_command
-from skyward.transport.ssh_connect import ciphers
+from skyward.transport.ssh import SSHChannel
+from skyward.transport.ssh_commands import SSHRunner, worker_command
+from skyward.transport.ssh_connect import ciphers, connect
 from skyward.transport.ssh_outbox import CHUNK
 from skyward.wire import Frame, FrameDecoder, Kind
 

@@ -4,7 +4,7 @@ Small plain data (numbers, strings, containers of them) goes through the standar
 anything else through cloudpickle (`skyward.pickling`), with large contiguous buffers kept out of
 band so `skyward.wire` can send them as they are. lz4 is applied to a body or buffer only when a
 sample of it compresses well. The frame format itself (header, buffer table, kinds, decoder) is
-`skyward.wire`'s, which re-exports the names here that callers have always imported from it.
+`skyward.wire`'s.
 """
 
 from __future__ import annotations

@@ -16,8 +16,7 @@ into shared memory and the frame carries only a descriptor in its place (`FLAG_S
 `skyward.transport.shm`); a decoder maps such parts only when given `shm=`. `encode` itself never
 does, so frames for SSH are unchanged.
 
-The payload's own encoding (which pickler, lz4 or not, `Undecodable`) is `skyward.payload`'s; its
-names are importable from here too.
+The payload's own encoding (which pickler, lz4 or not, `Undecodable`) is `skyward.payload`'s.
 """
 
 from __future__ import annotations
@@ -32,20 +31,16 @@ import lz4.block
 from skyward.payload import (
     COMPRESS_MIN,
     FLAG_LZ4,
-    OUT_OF_BAND_MIN,
     Undecodable,
-    check_picklable,
     decode_body,
     dumps,
-    is_plain,
     maybe_compress,
     unpack_buffer,
 )
 
 __all__ = [
-    "BUFFER_ENTRY", "COPY_MAX", "FLAG_LZ4", "FLAG_SHM", "HEADER", "OUT_OF_BAND_MIN", "Frame", "FrameDecoder",
-    "Kind", "Undecodable", "as_kind", "check_picklable", "dumps", "encode", "encode_bytes", "is_plain",
-    "offload", "skip_written",
+    "BUFFER_ENTRY", "COPY_MAX", "FLAG_SHM", "HEADER", "Frame", "FrameDecoder", "Kind", "as_kind", "encode",
+    "encode_bytes", "offload", "skip_written",
 ]
 
 HEADER = struct.Struct("<BBHQQ")

@@ -28,7 +28,8 @@ from skyward.client.window import (
 )
 from skyward.messages import RemoteFailure
 from skyward.observe.events import ErrorReported, Log, TaskCompleted, TaskStarted
-from skyward.wire import Frame, Kind, Undecodable, as_kind
+from skyward.payload import Undecodable
+from skyward.wire import Frame, Kind, as_kind
 
 if TYPE_CHECKING:
     from skyward.client.tasks import TaskState

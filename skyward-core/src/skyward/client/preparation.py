@@ -19,7 +19,8 @@ from skyward.client.tasks import TaskState, Waiter
 from skyward.errors import ConfigurationError, SerializationError
 from skyward.function import PendingFunction, stream_arguments
 from skyward.messages import StreamRef, TaskMessage
-from skyward.wire import Kind, check_picklable, encode, is_plain
+from skyward.payload import check_picklable, is_plain
+from skyward.wire import Kind, encode
 
 #: Items a generator task may run ahead of its consumer.
 STREAM_WINDOW = 16

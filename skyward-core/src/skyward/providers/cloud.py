@@ -196,7 +196,7 @@ class CloudProvider(Provider):
     # -- the Provider contract ---------------------------------------------------------------------
 
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
-        from skyward.transport.ssh import pool_key, remove_pool_key
+        from skyward.transport.ssh_connect import pool_key, remove_pool_key
 
         self.nodes.first_login_timeout = self.provision_timeout  # a new machine's sshd boots late
         adopted = await self._adopt(spec) if self.lingers else None
@@ -412,7 +412,7 @@ class CloudProvider(Provider):
         key, and those of its machines the cloud still has up, kept for `provision`. None when
         there is none, or it cannot be resumed (its machines then end at their expiry)."""
         from skyward.providers import linger
-        from skyward.transport.ssh import pool_key, remove_pool_key
+        from skyward.transport.ssh_connect import pool_key, remove_pool_key
 
         record = linger.claim(self.name, linger.compatibility(self.name, spec))
         if record is None:
@@ -448,7 +448,7 @@ class CloudProvider(Provider):
 
     async def teardown(self, cluster: Cluster) -> None:
         from skyward.providers import linger
-        from skyward.transport.ssh import remove_pool_key
+        from skyward.transport.ssh_connect import remove_pool_key
 
         linger.unhold(cluster.id)
         try:

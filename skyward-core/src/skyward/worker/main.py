@@ -26,8 +26,9 @@ from skyward.collections.transport import ChannelClient
 from skyward.collections.transport import install as install_collections
 from skyward.errors import PoolClosedError, SerializationError
 from skyward.messages import Hello, RemoteFailure, StreamRef, TaskMessage
+from skyward.payload import Undecodable
 from skyward.transport import lane
-from skyward.wire import Frame, Kind, Undecodable, encode
+from skyward.wire import Frame, Kind, encode
 from skyward.worker.capture import OutputPump
 from skyward.worker.channel import WorkerChannel
 from skyward.worker.functions import HeldFunction, ShippedFunctions
