@@ -1,8 +1,8 @@
 """What a node does when skyward cannot import in its warm environment: take the ready mark away.
 
 The bootstrap marks a warm environment complete once its installs succeeded
-(`skyward.bootstrap.environments`), and the worker's own start is the import check that a
-`python -c "import skyward.worker"` used to be. A worker whose imports fail there runs this first:
+(`skyward.bootstrap.environments`), and the worker's own start is the import check, which saves a
+separate `python -c "import skyward.worker"`. A worker whose imports fail there runs this first:
 the environment is then not reused as complete, and the next pool builds it again. Only the
 standard library here: it runs when skyward's own dependencies cannot be imported.
 """

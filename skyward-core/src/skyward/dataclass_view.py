@@ -1,7 +1,7 @@
 """`dataclasses.replace`, `fields` and `asdict` on Skyward's public attrs value objects.
 
-The reference documents `Image`, `Spec`, `Plugin`, `Options`... as frozen dataclasses, and its
-plugin examples build a changed image with `dataclasses.replace(image, pip=(*image.pip, "lib"))`.
+Plugin code treats `Image`, `Spec`, `Plugin`, `Options`... as frozen dataclasses, building a changed
+image with `dataclasses.replace(image, pip=(*image.pip, "lib"))` (docs/plugins.md does).
 Skyward writes them as attrs classes, whose converters and validators run on every construction,
 and the `dataclasses` module does not know attrs classes. `dataclass_view` gives such a class the
 one thing `dataclasses` looks for, `__dataclass_fields__`, taken from a mirror class that

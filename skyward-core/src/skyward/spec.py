@@ -82,7 +82,7 @@ class Nodes:
 
     ``desired`` is the target; ``min`` (partial readiness) is how many must be up before the pool
     is usable; ``max`` (autoscaling) is the ceiling. ``min`` and ``max`` are keyword-only because
-    the reference's field order (``desired, max, min``) makes positional use a trap.
+    a positional ``Nodes(2, 8, 1)`` reads ambiguously (is 8 the floor or the ceiling?).
     """
 
     desired: int

@@ -8,7 +8,7 @@ checked-hash pycs (PEP 552: valid wherever the source has the same bytes, whatev
 stamp), into a tar that the bootstrap unpacks into the venv's site-packages after its installs.
 
 It can only save time, never change what runs: a module whose source differs on the node (another
-version of attrs) fails the hash check there and is compiled as before, and a node whose Python
+version of attrs) fails the hash check there and is compiled on the node, and a node whose Python
 is not the client's version has no site-packages folder of that name, so nothing is unpacked (the
 cache tag, `cpython-311`, is also in every file name). The bundle is not part of the warm
 environment's key: it adds no content.
@@ -73,7 +73,7 @@ def site_packages() -> str:
 
 def client_bundle(dest: Path | None = None, *, wait: bool = False) -> Path | None:
     """This client's bundle when it is ready, else None, having started to make it in the
-    background (`wait`: make it now). Never raises: without a bundle, nodes compile as before."""
+    background (`wait`: make it now). Never raises: without a bundle, nodes compile their own."""
     global _making
     folder = dest or _cache_dir()
     with contextlib.suppress(OSError, ValueError):
@@ -170,7 +170,7 @@ def _current(folder: Path) -> Path | None:
 def _make_quietly(folder: Path) -> None:
     try:
         bytecode_bundle(folder)
-    except Exception as exc:  # noqa: BLE001 - an accelerator: the nodes compile as before
+    except Exception as exc:  # noqa: BLE001 - an accelerator: the nodes compile their own
         structlog.get_logger().info("skyward.bytecode_not_made", error=str(exc)[:300])
 
 

@@ -13,7 +13,7 @@ class of the script, whose contents the pickle copies). Two lists made at two di
 same objects (compared by identity, which cannot mistake `1` for `True` or `0.0` for `-0.0`)
 exactly when nothing the function captures was rebound, and then the earlier bytes are what
 cloudpickle would make again. Anything this module does not know is treated as mutable: the
-function is pickled again, as before.
+function is pickled again.
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ class Dispatcher:
         is told afterwards, and registers the task while the worker runs it. An answer that comes
         before that finds the task in the node's `sent_now`. If the node was lost meanwhile, the
         loop queues the task again, like any task of a lost node. Streaming tasks, busy pools and
-        transports that belong to their loop (SSH) go through the loop as before.
+        transports that belong to their loop (SSH) go through the loop.
 
         `call` (a caller about to wait for this answer, on a node with a reply lane): the task
         goes as a CALL and this thread reads its answer from the lane (`_await_call`), so the

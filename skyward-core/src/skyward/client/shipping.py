@@ -59,7 +59,7 @@ _by_reference: weakref.WeakKeyDictionary[Any, ShippedFunction] = weakref.WeakKey
 _by_value: OrderedDict[types.CodeType, tuple[list[Any], ShippedFunction]] = OrderedDict()
 _by_value_lock = threading.Lock()
 #: How many by-value functions `_by_value` remembers (the least recently shipped go first), and
-#: the most bytes of pickles it keeps: a larger function is pickled at every dispatch, as before.
+#: the most bytes of pickles it keeps: a larger function is pickled at every dispatch.
 BY_VALUE_ENTRIES = 256
 BY_VALUE_BYTES = 64 << 20
 _by_value_bytes = [0]

@@ -34,7 +34,7 @@ pool's lease on that node:
   go, and the host stays up. The reusable parts of the folder (venv, caches) stay.
 - **A clean stop** (`RemoteNodes.clean`) runs `release_command` (the guardian and its renewers
   exit, ending nothing), then kills the workers and removes the node folder; a guardian that finds
-  its folder gone exits too. On a cloud the machine is deleted through the API as before.
+  its folder gone exits too. On a cloud the provider then deletes the machine through its API.
 
 This module holds the client's side: the shell lines that upload and start the guardian, renew
 and release its lease. They name no Skyward import on the node.

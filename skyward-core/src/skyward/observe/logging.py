@@ -116,7 +116,8 @@ def log_path(file: str) -> Path:
 
 
 # `register_secret` and `registered_secrets` live in `skyward.secrets` (the registry the event bus,
-# the console and remote errors read too) and are re-exported here, where callers import them.
+# the console and remote errors read too); plugin and provider authors are told to register their
+# secrets here (docs/plugins.md), beside the logging those secrets are masked out of.
 
 
 def _mask(text: str) -> str:

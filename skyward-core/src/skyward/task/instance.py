@@ -41,7 +41,7 @@ class NetworkInfo:
 
 @attrs.frozen(kw_only=True)
 class InstanceInfo:
-    """This worker's place in the cluster (the reference's `InstanceInfo`)."""
+    """This worker's place in the cluster, as `sky.instance_info()` returns it."""
 
     node: int
     total_nodes: int

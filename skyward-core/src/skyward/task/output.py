@@ -12,7 +12,8 @@ What this cannot see: writes straight to file descriptor 1/2 (subprocesses, C ex
 Threads a task starts run in a fresh context (Python < 3.14) and so print to the default stream
 unless started under `contextvars.copy_context().run`.
 
-The routers themselves are `skyward.task.output_routing`'s; their names are importable from here too.
+The routers themselves are `skyward.task.output_routing`'s; this module is the whole task-side API
+(`sky.CallbackWriter`, and `install` for the worker), so it names them too.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 `ContextVar` says for the context doing it: the original stream (the default), a sink (such as a
 `CallbackWriter`), or `DISCARD`. `route(stdout=..., stderr=...)` sets that for one context and
 restores only its own tokens on exit. The public API (`redirect_output`, the decorators) is in
-`skyward.task.output`, which re-exports the names here.
+`skyward.task.output`, which is the task-side API and names these too.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Nothing outlives the channel: the client removes the folder when the channel is 
 (after the worker has exited) and at interpreter exit; the worker removes it when it reads end of
 file (its client is gone); a client removes the folders of dead client processes when it makes its
 first. Shared memory is an optimisation only: when the folder is missing or tmpfs is full, `put`
-answers None and the bytes travel through the pipe as before.
+answers None and the bytes travel through the pipe.
 """
 
 from __future__ import annotations
