@@ -12,7 +12,12 @@ floor measured through the same proxy: one byte echoed by `cat` over a raw SSH e
 - `pool.map` of 400 no-ops on the 2 nodes, target <= 5 RTTs;
 - `sky.gather` of 200 no-ops, target <= 5 RTTs;
 - a warm pool of 2 ready (the hosts already hold the environment and uv): `with sky.Compute(...)`
-  entered, in RTTs (no target: context).
+  entered, in RTTs, target <= 8 RTTs;
+- a cold pool of 2 ready on fresh hosts (`start_hosts(fresh=True)`: no uv, no environment, no
+  cache), beyond the install itself, target <= 15 RTTs. The install's own work (uv, the venv,
+  the wheels) does not depend on the link, so each run starts two cold pools on new fresh hosts,
+  one through the proxy with no delay (loopback) and one through it with the round trip, and the
+  figure is (t_wan - t_loopback) / RTT: the round trips the cold start waits on.
 
 Default configuration throughout (`sky.Worker()`). `SKYWARD_BENCH_WAN_RTTS=50,150` (the default)
 picks the round trips in ms; the proxy's bandwidth cap (`WanProxy(rate_mbit=...)`) is not used by
@@ -54,6 +59,8 @@ def figures() -> list[Figure]:
             Figure(f"wan{rtt}.map", f"{at}: pool.map of {MAP_ITEMS} no-ops, 2 nodes (RTTs)", "RTTs", "lower"),
             Figure(f"wan{rtt}.gather", f"{at}: sky.gather of {GATHER_ITEMS} no-ops (RTTs)", "RTTs", "lower"),
             Figure(f"wan{rtt}.warm_start", f"{at}: warm 2-host pool ready (RTTs)", "RTTs", "lower"),
+            Figure(f"wan{rtt}.cold_start", f"{at}: cold 2-host pool ready, beyond the install (RTTs)",
+                   "RTTs", "lower"),
         ]
     return rows
 
@@ -120,10 +127,34 @@ def measure(config: Config) -> dict[str, list[float]]:
                         measure_pool(pool, echo, rtt, key, runs, config)
                 finally:
                     echo.close()
+        for rtt_ms in rtts_ms():
+            rtt = rtt_ms / 1e3
+            for _ in range(config.repeat):
+                loopback = cold_start(folder, 0.0)
+                runs[f"wan{rtt_ms}.cold_start"].append((cold_start(folder, rtt) - loopback) / rtt)
         return runs
     finally:
         hosts.stop()
         cloudpickle.unregister_pickle_by_value(bench_tasks)
+
+
+def cold_start(folder: Path, rtt: float) -> float:
+    """Seconds until a pool of 2 is ready on 2 new fresh hosts behind the proxy at `rtt`."""
+    from ssh_hosts import start_hosts
+    from wan_proxy import WanProxy
+
+    import skyward as sky
+
+    fresh = Path(tempfile.mkdtemp(prefix="cold-", dir=folder))
+    hosts = start_hosts(fresh, 2, fresh=True)
+    try:
+        with WanProxy([(s.address, s.port) for s in hosts.servers], delay=rtt / 2) as proxy:
+            view = proxied(hosts, proxy.ports, fresh)
+            began = time.perf_counter()
+            with sky.Compute(provider=provider(view), console=False, logging=False):
+                return time.perf_counter() - began
+    finally:
+        hosts.stop()
 
 
 def measure_pool(

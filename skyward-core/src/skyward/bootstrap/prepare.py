@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from skyward.bootstrap import environments
 from skyward.bootstrap.bytecode import BUNDLE, client_bundle
 from skyward.bootstrap.ops import as_ops
@@ -74,96 +76,136 @@ async def prepare_node(
     `bootstrap_timeout` counts from the script's start, so it covers the uploads that overlap it.
     `before_script` (the node's guardian being started) is awaited before the script first runs.
     """
-    image = setup.image
     ops = as_ops(setup.ops)
-    emit = setup.emit
-    emit(BootstrapRequested(node=node))
-    budget = float(setup.bootstrap_timeout)
+    setup.emit(BootstrapRequested(node=node))
     secrets = bootstrap_secrets(setup, ops)
-    progress = new_progress(node, emit, secrets)
+    progress = new_progress(node, setup.emit, secrets)
     answers: list[asyncio.Future[None]] = []  # what the node asked the client for (`uv.serve_request`)
     progress.on_need = lambda line: answers.append(asyncio.ensure_future(serve_request(runner, line)))
-    loop = asyncio.get_running_loop()
-    deadline: float | None = None  # the timeout counts from the first run, as it always has
-    script: Script | None = None
-    resume = False
-    environment = None
     wheels: tuple[Path, ...] = ()
-    if resolve_source(image) == "local":  # the pool's, assembled at its start, or assembled here
+    if resolve_source(setup.image) == "local":  # the pool's, assembled at its start, or assembled here
         wheels = tuple(getattr(setup, "wheels", None) or ()) or await _client_wheels()
+    environment = None
+    if environments_root is not None:
+        environment = await _environment(setup.image, python, system_site_packages, environments_root, wheels)
+    job = _Job(setup.image, ops, workdir, python, system_site_packages, wheels, environment, node,
+               setup.emit, secrets, float(setup.bootstrap_timeout), progress)
     # The worker's bytecode (looked up meanwhile: a few dozen file times) goes with the wheels.
     bundle = asyncio.ensure_future(asyncio.to_thread(client_bundle)) if wheels else None
-    if environments_root is not None:
-        environment = await _environment(image, python, system_site_packages, environments_root, wheels)
+    run = _Run(before_script=before_script)
     try:
         while True:
             try:
-                warm = environment is not None and await _ready(runner, environment)
-                if script is None:
-                    remote_wheels, includes_dir = _remote_paths(image, workdir, wheels)
-                    uploads = bool(wheels and not warm) or includes_dir is not None
-                    script = render_script(
-                        image, ops, workdir=workdir, python=python, wheels=remote_wheels,
-                        includes_dir=includes_dir, system_site_packages=system_site_packages,
-                        environment=environment,
-                        uploads_marker=f"{workdir}/{UPLOADS_MARKER}" if uploads else None,
-                    )
-                bytecode = await bundle if bundle is not None and not warm else None
-                transfer = asyncio.ensure_future(_upload(
-                    runner, image, workdir, wheels, send=not warm, marker=script.uploads_marker,
-                    bytecode=bytecode,
-                ))
-                try:
-                    if resume or script.uploads_marker is None:  # a resumed run finds its files in place
-                        await transfer
-                    if before_script is not None:
-                        await before_script
-                        before_script = None
-                except BaseException:
-                    transfer.cancel()
-                    raise
-                if deadline is None:
-                    deadline = loop.time() + budget
-                await _together(transfer, run_bootstrap(
-                    runner, script, node=node, emit=emit, timeout=max(deadline - loop.time(), 0.001),
-                    secrets=secrets, resume=resume, progress=progress, budget=budget,
-                ))
-                return script
+                return await _attempt(job, run, runner, bundle)
             except RunnerConnectionLost as lost:
-                # The phase that was running, or, before the first phase, the upload of the files.
-                phase = progress.phase or progress.last_phase or "upload"
-                if deadline is None:  # lost during the first upload: reconnects count from here
-                    deadline = loop.time() + budget
-                left = deadline - loop.time()
-                if reconnect is None or left <= 0:
-                    hint = (
-                        "reconnecting is not possible here" if reconnect is None
-                        else f"bootstrap_timeout={budget:g}s ran out"
-                    )
-                    progress.fail_running()
-                    raise progress.failure(
-                        phase, f"{lost}; {hint}. Check the host and the network, then start the pool again."
-                    ) from None
-                progress.note(f"skyward: {lost} in phase {phase!r}; reconnecting to resume the bootstrap")
-                try:
-                    runner = await asyncio.wait_for(reconnect(), left)
-                except SkywardError:
-                    raise  # a host key refused on reconnecting is a HostKeyError, not a failed bootstrap
-                except (TimeoutError, ConnectionError, OSError) as exc:
-                    reason = "it timed out" if isinstance(exc, TimeoutError) else str(exc)
-                    progress.fail_running()
-                    raise progress.failure(
-                        phase,
-                        f"{lost}, and reconnecting failed: {reason}. Check that the host is up and reachable "
-                        "(raise Options(ssh_timeout=...) for a host that takes longer to come back), then "
-                        "start the pool again.",
-                    ) from None
-                progress.interrupted()
-                resume = True
-
+                now = asyncio.get_running_loop().time()
+                run.deadline = now + job.budget if run.deadline is None else run.deadline  # lost uploading
+                runner = await _resumed(lost, progress, reconnect, run.deadline - now, job.budget)
+                run.resume = True
     finally:  # a node's request still open when its bootstrap ended is moot
         for answer in answers:
             answer.cancel()
+
+
+@attrs.frozen
+class _Job:
+    """What one node's bootstrap is (`prepare_node`'s arguments, resolved)."""
+
+    image: Any
+    ops: tuple[Any, ...]
+    workdir: str
+    python: str | None
+    system_site_packages: bool
+    wheels: tuple[Path, ...]
+    environment: str | None
+    node: int
+    emit: Any
+    secrets: tuple[str, ...]
+    budget: float
+    progress: Any
+
+
+@attrs.define
+class _Run:
+    """What one node's bootstrap carries from one attempt to the next (after a reconnect)."""
+
+    script: Script | None = None
+    #: The timeout counts from the first run of the script.
+    deadline: float | None = None
+    resume: bool = False
+    before_script: Awaitable[Any] | None = None
+
+
+async def _attempt(job: _Job, run: _Run, runner: CommandRunner, bundle: Any) -> Script:
+    """One try at the bootstrap on `runner`: the warm check, the uploads and the script's run."""
+    warm = job.environment is not None and await _ready(runner, job.environment)
+    if run.script is None:
+        remote_wheels, includes_dir = _remote_paths(job.image, job.workdir, job.wheels)
+        uploads = bool(job.wheels and not warm) or includes_dir is not None
+        run.script = render_script(
+            job.image, job.ops, workdir=job.workdir, python=job.python, wheels=remote_wheels,
+            includes_dir=includes_dir, system_site_packages=job.system_site_packages,
+            environment=job.environment,
+            uploads_marker=f"{job.workdir}/{UPLOADS_MARKER}" if uploads else None,
+        )
+    script = run.script
+    bytecode = await bundle if bundle is not None and not warm else None
+    transfer = asyncio.ensure_future(_upload(
+        runner, job.image, job.workdir, job.wheels, send=not warm, marker=script.uploads_marker,
+        bytecode=bytecode,
+    ))
+    try:
+        if run.resume or script.uploads_marker is None:  # a resumed run finds its files in place
+            await transfer
+        if run.before_script is not None:
+            await run.before_script
+            run.before_script = None
+    except BaseException:
+        transfer.cancel()
+        raise
+    loop = asyncio.get_running_loop()
+    if run.deadline is None:
+        run.deadline = loop.time() + job.budget
+    await _together(transfer, run_bootstrap(
+        runner, script, node=job.node, emit=job.emit, timeout=max(run.deadline - loop.time(), 0.001),
+        secrets=job.secrets, resume=run.resume, progress=job.progress, budget=job.budget,
+    ))
+    return script
+
+
+async def _resumed(
+    lost: RunnerConnectionLost, progress: Any, reconnect: Reconnect | None, left: float, budget: float
+) -> CommandRunner:
+    """A runner on a new connection after `lost`, to resume the bootstrap on (`prepare_node`);
+    raises the bootstrap's failure, naming the phase that was running, when there is none."""
+    # The phase that was running, or, before the first phase, the upload of the files.
+    phase = progress.phase or progress.last_phase or "upload"
+    if reconnect is None or left <= 0:
+        hint = (
+            "reconnecting is not possible here" if reconnect is None
+            else f"bootstrap_timeout={budget:g}s ran out"
+        )
+        progress.fail_running()
+        raise progress.failure(
+            phase, f"{lost}; {hint}. Check the host and the network, then start the pool again."
+        ) from None
+    progress.note(f"skyward: {lost} in phase {phase!r}; reconnecting to resume the bootstrap")
+    try:
+        runner = await asyncio.wait_for(reconnect(), left)
+    except SkywardError:
+        raise  # a host key refused on reconnecting is a HostKeyError, not a failed bootstrap
+    except (TimeoutError, ConnectionError, OSError) as exc:
+        reason = "it timed out" if isinstance(exc, TimeoutError) else str(exc)
+        progress.fail_running()
+        raise progress.failure(
+            phase,
+            f"{lost}, and reconnecting failed: {reason}. Check that the host is up and reachable "
+            "(raise Options(ssh_timeout=...) for a host that takes longer to come back), then "
+            "start the pool again.",
+        ) from None
+    progress.interrupted()
+    return runner
+
 
 async def _environment(
     image: Any, python: str | None, system_site_packages: bool, root: str, wheels: tuple[Path, ...]

@@ -138,10 +138,26 @@ def render_script(
         )
     workdir = workdir.rstrip("/") or "/"
     venv = f"{workdir}/venv"
-    python_spec = interpreter_spec(image, python)
-    op_list = as_ops(ops)
-    names = phase_names(image, op_list, includes_dir=includes_dir)
+    body = _phases(
+        image, as_ops(ops), workdir=workdir, python_spec=interpreter_spec(image, python), wheels=wheels,
+        includes_dir=includes_dir, system_site_packages=system_site_packages, environment=environment,
+        uploads_marker=uploads_marker,
+    )
+    text = PRELUDE + "__sky_main() {\n" + "\n".join(body) + "}\n\n__sky_main \"$@\" < /dev/null\n"
+    return Script(
+        text=text, python_bin=f"{venv}/bin/python", venv_dir=venv, workdir=workdir,
+        environment=environment, uploads_marker=uploads_marker,
+    )
 
+
+def _phases(
+    image: Any, op_list: Sequence[Op], *, workdir: str, python_spec: str, wheels: tuple[str, ...],
+    includes_dir: str | None, system_site_packages: bool, environment: str | None,
+    uploads_marker: str | None,
+) -> list[str]:
+    """The script's body, phase by phase, in the order `render_script` documents."""
+    venv = f"{workdir}/venv"
+    names = phase_names(image, op_list, includes_dir=includes_dir)
     shared = environment is not None
     reusable = environments.skip_when_warm if shared else (lambda phase: phase)
     body: list[str] = [setup(workdir)]
@@ -168,12 +184,7 @@ def render_script(
         body.append(environments.seal())
     for index, (op, name) in enumerate(zip(op_list, names[-len(op_list):] if op_list else (), strict=True)):
         body.append(op_phase(op, name, index))
-
-    text = PRELUDE + "__sky_main() {\n" + "\n".join(body) + "}\n\n__sky_main \"$@\" < /dev/null\n"
-    return Script(
-        text=text, python_bin=f"{venv}/bin/python", venv_dir=venv, workdir=workdir,
-        environment=environment, uploads_marker=uploads_marker,
-    )
+    return body
 
 
 def phase_names(image: Any, ops: Sequence[Op], *, includes_dir: str | None = None) -> tuple[str, ...]:
