@@ -76,7 +76,8 @@ class SSHServer:
                 f"ListenAddress {self.address}",
                 f"HostKey {self.folder / 'host_key'}",
                 f"PidFile {self.folder / 'sshd.pid'}",
-                f"AuthorizedKeysFile {authorized_keys}",
+                # and the host's own login file, where a pool's nodes let each other in (client/relay.py)
+                f"AuthorizedKeysFile {authorized_keys} {self.home}/.ssh/authorized_keys",
                 f"AllowUsers {self.user}",
                 "PasswordAuthentication no",
                 "KbdInteractiveAuthentication no",

@@ -36,6 +36,7 @@ from skyward.client.preparation import (
     refuse_one_shot_iterators,
     shipped,
 )
+from skyward.client.relay import relay_broadcast
 from skyward.client.scheduler import Scheduler
 from skyward.client.tasks import RemoteGenerator, TaskState, Waiter
 from skyward.errors import PoolClosedError
@@ -261,6 +262,10 @@ class Pool:
         cache: ShipCache = {}
         waiter = Waiter()
         tasks = [self._prepare(pending, None, cache=cache, key=key, waiter=waiter) for key in keys]
+        loop_thread = self._loop_thread
+        if loop_thread is not None and not loop_thread.is_current():
+            # A large argument crosses the client's link once; the nodes pass it on (client/relay.py).
+            relay_broadcast(tasks, self._scheduler, self._fleet, loop_thread)
         self._dispatch.submit(tasks)
         return [t.result() for t in tasks]
 

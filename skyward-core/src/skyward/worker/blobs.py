@@ -11,7 +11,7 @@ task of the worker receives.
 The client decides what each worker keeps (`skyward.client.blobs.BlobLedger`), as it does for
 functions: a control frame (BLOB, id 1) names the keys to drop and the keys to adopt, that is, to
 read from the node folder where the pool's nodes relayed them among themselves
-(`skyward.transport.relay`), checking each file's content against its key before keeping it.
+(`skyward.transport.blob_relay`), checking each file's content against its key before keeping it.
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ class BlobStore:
 
 def read_blob_file(path: str) -> tuple[bytes, bytes, list[Any]]:
     """The `(key, pickle, buffers)` of a relayed blob: the file holds its BLOB frame as sent."""
-    from skyward.wire import FrameDecoder, Undecodable
+    from skyward.payload import Undecodable
+    from skyward.wire import FrameDecoder
 
     frames: list[Any] = []
     decoder = FrameDecoder(frames.append)
