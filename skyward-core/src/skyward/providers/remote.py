@@ -191,12 +191,13 @@ class RemoteNodes:
 
     async def start_worker(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> SSHChannel:
         """Bootstrap `instance` if needed and start its worker; the `Provider.connect` of SSH machines."""
-        from skyward.transport.ssh import SSHChannel, kill_command, worker_command
+        from skyward.transport.ssh import SSHChannel, kill_command
 
         node = instance.node
         # One node's workers (several with mig) start together: the first bootstraps the node,
         # the others wait for it and reuse its script, instead of running the bootstrap again at
         # the same time in the same folder.
+        guarding: asyncio.Future[None] | None = None
         async with self._node_locks.setdefault(node, asyncio.Lock()):
             conn = await self._connection(node, instance)
             workdir = self.workdir(cluster, node)
@@ -214,20 +215,66 @@ class RemoteNodes:
                 guarded.add_done_callback(lambda _: sent.done() or sent.set_result(None))
                 try:
                     script = await self._bootstrap(conn, setup, node, workdir, sent)
-                finally:
+                except BaseException:
                     with contextlib.suppress(Exception):
                         await guarded
+                    raise
                 self._scripts[node] = script
                 conn = self._conns[node]  # a new one when the bootstrap had to reconnect
-                # With the venv's Python if need be; now a node without a guardian is not used.
-                await self._guard(node, conn, cluster, setup, workdir, required=True)
+                # With the venv's Python if need be; now a node without a guardian is not used. The
+                # worker's channel opens meanwhile (the guardian's start is on the node already, or
+                # is repeated now): a node whose guardian fails after all has its worker killed.
+                guarding = asyncio.ensure_future(
+                    self._guard_after(guarded, node, conn, cluster, setup, workdir)
+                )
         self._launches += 1
         pid_file = f"{workdir}/worker-{self._launches}.pid"
-        command = worker_command(script.launch_line(setup.launch), pid_file=pid_file, cwd=workdir)
         label = f"node {node} ({self._logins.get(node) or Login.of(instance)})"
-        channel = await SSHChannel(conn, command, pid_file=pid_file, label=label).open()
+        grace = float(getattr(cluster.spec, "ttl", 600))
+        command, resume = self._kept(node, instance, script, setup, pid_file, workdir, grace)
+        try:
+            channel = await SSHChannel(conn, command, pid_file=pid_file, label=label, resume=resume).open()
+        except BaseException:
+            if guarding is not None:
+                guarding.cancel()
+                await asyncio.gather(guarding, return_exceptions=True)
+            raise
         self._pid_files.setdefault((node, setup.worker), []).append(pid_file)
+        if guarding is not None:
+            try:
+                await guarding
+            except BaseException:
+                channel.kill()
+                raise
         return channel
+
+    async def _guard_after(
+        self, guarded: asyncio.Future[None], node: int, conn: Connection, cluster: Cluster, setup: NodeSetup,
+        workdir: str,
+    ) -> None:
+        """The start of the guardian begun with the bootstrap ended, then the required one (a no-op
+        where that one runs and renews its lease on `conn`)."""
+        with contextlib.suppress(Exception):
+            await guarded
+        await self._guard(node, conn, cluster, setup, workdir, required=True)
+
+    def _kept(
+        self, node: int, instance: Instance, script: Any, setup: NodeSetup, pid_file: str, workdir: str,
+        grace: float,
+    ) -> tuple[str, Any]:
+        """The worker's start under its keeper, and how its channel comes back after a drop
+        (`skyward.transport.ssh_link`): within the pool's lease `ttl`, on a new login."""
+        from skyward.transport.ssh_link import Resume, attach_command, keeper_command
+
+        where = {"python": self.python_bin(), "env_file": script.env_file, "pid_file": pid_file}
+        where["cwd"] = workdir
+        command = keeper_command(script.launch_line(setup.launch), grace=grace, **where)
+
+        async def reconnect(timeout: float) -> Connection:
+            async with self._node_locks.setdefault(node, asyncio.Lock()):
+                return await self._connection(node, instance, timeout)
+
+        return command, Resume(reconnect, attach_command(**where), grace)
 
     async def _guard(
         self, node: int, conn: Connection, cluster: Cluster, setup: NodeSetup, workdir: str,

@@ -1,0 +1,172 @@
+"""The client's end of a worker's keeper (`skyward.transport.keeper`): a link that survives a drop.
+
+A worker on an SSH node runs under a keeper, so that a dropped connection does not end it. The
+client keeps what it wrote until the keeper says it has it (`SentLog`), counts what it received,
+and, when the channel is lost, logs in again with backoff and attaches a new channel to the same
+keeper: each side then sends what the other missed (see the keeper's docstring). Only when no
+attachment succeeds within the grace period (`Resume.grace`, the pool's lease `ttl` by default)
+is the node lost, and its tasks retried, as when a worker dies.
+
+`keeper_command` and `attach_command` are the shell lines of the two exec requests.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+
+from skyward.transport.keeper import ACK, END, HEADER, MAGIC, RESUME
+
+#: The client acknowledges what it received after this many bytes, or this many seconds.
+ACK_EVERY = 1024 * 1024
+ACK_DELAY = 0.5
+#: How long one attachment may take once the connection is up (the keeper answers at once).
+ATTACH_TIMEOUT = 20.0
+#: The first pause between attempts to reattach (doubling up to `MAX_PAUSE`).
+FIRST_PAUSE = 0.5
+MAX_PAUSE = 5.0
+
+
+@attrs.frozen
+class Resume:
+    """How a channel comes back to its keeper: `reconnect(timeout)` gives a live connection to
+    the node (the host key verified as at the first login), `command` attaches to the keeper,
+    and the node is lost after `grace` seconds without a link (0: at once)."""
+
+    reconnect: Callable[[float], Awaitable[Any]]
+    command: str
+    grace: float
+
+
+def ack_frame(received: int) -> bytes:
+    """A keeper-only frame: the client has the first `received` bytes of the keeper's stream."""
+    return HEADER.pack(ACK, 0, 0, received, 0)
+
+
+def end_frame() -> bytes:
+    """A keeper-only frame: the pool closes the worker (its stdin ends after what came before)."""
+    return HEADER.pack(END, 0, 0, 0, 0)
+
+
+def greeting(received: int) -> bytes:
+    """What a channel writes first on an attachment: how much of the keeper's stream it has."""
+    return RESUME.pack(MAGIC, received)
+
+
+class SentLog:
+    """What the client wrote to the keeper, by offset in its stream, until the keeper has it."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[Any] = deque()
+        self.start = 0  # offset of the first chunk kept
+        self.end = 0
+
+    def add(self, data: Any) -> None:
+        self._chunks.append(data)
+        self.end += len(data)
+
+    def acked(self, upto: int) -> None:
+        """The keeper has every byte before `upto`."""
+        chunks = self._chunks
+        while chunks and self.start + len(chunks[0]) <= upto:
+            self.start += len(chunks.popleft())
+
+    def since(self, offset: int) -> list[Any]:
+        """What was written from `offset` on (the keeper's count on an attachment)."""
+        if offset < self.start:
+            raise ConnectionError(
+                f"the keeper asked for bytes from {offset}, but the client keeps them from {self.start} only"
+            )
+        out, at = [], self.start
+        for chunk in self._chunks:
+            if at + len(chunk) > offset:
+                out.append(memoryview(chunk).cast("B")[max(0, offset - at) :])
+            at += len(chunk)
+        return out
+
+    @property
+    def held(self) -> int:
+        return self.end - self.start
+
+
+class LinkWriter:
+    """The channel the `Outbox` writes to: the current SSH channel, or none while the link is
+    down; everything written is kept in `log` until the keeper has it."""
+
+    def __init__(self, chan: Any, *, keep: bool) -> None:
+        self.chan = chan
+        self.log = SentLog() if keep else None
+        self._limits: tuple[int, int] | None = None
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        self._limits = (high, low)
+        if self.chan is not None:
+            self.chan.set_write_buffer_limits(high, low)
+
+    def write(self, data: Any) -> None:
+        if self.log is None:
+            self.chan.write(data)  # no keeper: a failure ends the channel, as it always did
+            return
+        self.log.add(data)
+        if self.chan is not None:
+            try:
+                self.chan.write(data)
+            except Exception:  # noqa: BLE001 - asyncssh's errors: the link is down
+                self.chan = None  # kept in the log; the loss is reported by the session
+
+    def detach(self) -> None:
+        self.chan = None
+
+    def attach(self, chan: Any, keeper_has: int) -> None:
+        """Use `chan` from now on, after sending it what the keeper does not have."""
+        assert self.log is not None
+        self.log.acked(keeper_has)
+        missed = self.log.since(keeper_has)
+        if self._limits is not None:
+            chan.set_write_buffer_limits(*self._limits)
+        for piece in missed:
+            chan.write(piece)
+        self.chan = chan
+
+
+# -- the exec requests ---------------------------------------------------------------------------------
+
+
+def keeper_command(
+    launch_line: str, *, python: str, env_file: str, pid_file: str, cwd: str, grace: float
+) -> str:
+    """The exec request that starts a worker under its keeper. The worker's pid is recorded in
+    `pid_file` and said on stderr; the keeper's own in `<pid_file>.keeper.pid`; the keeper's socket
+    is `socket_name(pid_file)` in the node folder."""
+    q = shlex.quote
+    keeper = (
+        f"{q(python)} -m skyward.transport.keeper start --socket {q(socket_name(pid_file))} "
+        f"--pid-file {q(pid_file)} --keeper-pid-file {q(keeper_pid_file(pid_file))} --grace {float(grace)} "
+        f"{q(launch_line)}"
+    )
+    script = f"cd {q(cwd)} && . {q(env_file)} && exec {keeper}"
+    return f"exec /bin/sh -c {q(script)}"
+
+
+def attach_command(*, python: str, env_file: str, pid_file: str, cwd: str) -> str:
+    """The exec request that attaches a new channel to the keeper of the worker `pid_file` names."""
+    q = shlex.quote
+    script = (
+        f"cd {q(cwd)} && . {q(env_file)} && "
+        f"exec {q(python)} -m skyward.transport.keeper attach --socket {q(socket_name(pid_file))}"
+    )
+    return f"exec /bin/sh -c {q(script)}"
+
+
+def socket_name(pid_file: str) -> str:
+    """The keeper's socket, relative to the node folder (a unix socket's path is short)."""
+    name = pid_file.rsplit("/", 1)[-1]
+    return (name[: -len(".pid")] if name.endswith(".pid") else name) + ".sock"
+
+
+def keeper_pid_file(pid_file: str) -> str:
+    return (pid_file[: -len(".pid")] if pid_file.endswith(".pid") else pid_file) + ".keeper.pid"
