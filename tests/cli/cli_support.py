@@ -46,6 +46,13 @@ class Sky:
             command, capture_output=True, text=True, timeout=timeout, cwd=self.root, env={**self.env, **env}
         )
 
+    def lacking_a_provider(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        """`sky ARGS...` on a machine without one provider package Skyward knows (`skyward-nimbus`)."""
+        command = [sys.executable, str(Path(__file__).with_name("sky_with_unpublished_provider.py")), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=60, cwd=self.root, env={**self.env, **env}
+        )
+
     def json(self, *args: str, **env: str) -> Any:
         done = self(*args, "--json", **env)
         assert done.returncode == 0, done.stderr

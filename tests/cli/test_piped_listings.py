@@ -183,9 +183,9 @@ def test_two_tables_on_a_pipe_are_separated_by_one_empty_line(sky: Sky) -> None:
 
 
 def test_a_missing_package_shows_its_install_command_whole(sky: Sky) -> None:
-    done = sky("providers", COLUMNS="40")
-    gcp = next(line for line in done.stdout.splitlines() if line.startswith("GCP "))
-    assert columns_of(gcp)[3:] == ["not installed", "pip install skyward-gcp"]
+    done = sky.lacking_a_provider("providers", COLUMNS="40")
+    nimbus = next(line for line in done.stdout.splitlines() if line.startswith("Nimbus "))
+    assert columns_of(nimbus)[3:] == ["not installed", "pip install skyward-nimbus"]
 
 
 def test_every_builtin_command_takes_json_but_those_that_stream_output() -> None:

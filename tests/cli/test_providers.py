@@ -71,9 +71,17 @@ def test_aws_credentials_come_from_a_profile_too(sky: Sky) -> None:
 
 
 def test_a_known_provider_without_its_package_shows_the_install_command(sky: Sky) -> None:
-    gcp = by_type(sky.json("providers"))["gcp"]
-    assert (gcp["installed"], gcp["install"]) == (False, "pip install skyward-gcp")
-    assert "pip install skyward-gcp" in sky("providers").stdout
+    done = sky.lacking_a_provider("providers", "--json")
+    assert done.returncode == 0, done.stderr
+    nimbus = by_type(json.loads(done.stdout))["nimbus"]
+    assert (nimbus["installed"], nimbus["install"]) == (False, "pip install skyward-nimbus")
+    assert "pip install skyward-nimbus" in sky.lacking_a_provider("providers").stdout
+
+
+def test_only_providers_that_are_installed_or_published_here_are_listed(sky: Sky) -> None:
+    """No row names a package this repository does not publish: every cloud it knows is installed."""
+    rows = sky.json("providers")["providers"]
+    assert all(row["installed"] for row in rows), [row["name"] for row in rows if not row["installed"]]
 
 
 def test_a_provider_installed_but_not_loaded_says_why(sky: Sky) -> None:

@@ -4,7 +4,6 @@ only when none can start is the error raised, listing each spec and why."""
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,15 @@ RUNPOD_LINE = "skipping RunPod: no RUNPOD_API_KEY (set it or pass RunPod(api_key
 VASTAI_LINE = (
     "skipping VastAI: no VAST_API_KEY (set it, run `vastai set api-key ...`, or pass VastAI(api_key=...))"
 )
-#: skyward-gcp is a provider Skyward knows whose package is not installed here.
-needs_gcp_missing = pytest.mark.skipif(
-    importlib.util.find_spec("skyward_gcp") is not None, reason="skyward-gcp is installed"
-)
+
+
+@pytest.fixture
+def unpublished_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One more provider Skyward knows, `sky.Nimbus` from `skyward-nimbus`, whose package is not
+    installed: every provider package Skyward knows is installed where the tests run."""
+    from skyward.extension import registry
+
+    monkeypatch.setitem(registry.KNOWN_PROVIDER_PACKAGES, "Nimbus", "skyward-nimbus")
 
 
 @pytest.fixture(autouse=True)
@@ -160,32 +164,37 @@ def test_a_spec_alone_is_not_skipped_and_runpod_names_its_variable_at_pool_start
     assert not [e for e in events if isinstance(e, sky.SpecSkipped)]
 
 
-@needs_gcp_missing
+@pytest.mark.usefixtures("unpublished_provider")
 def test_a_spec_whose_package_is_missing_is_skipped_naming_the_pip_command() -> None:
     events: list[sky.Event] = []
     with sky.Compute(
-        sky.Spec(provider=sky.GCP(project="p")), sky.Spec(provider=sky.Local()),
+        sky.Spec(provider=sky.Nimbus(project="p")), sky.Spec(provider=sky.Local()),
         console=False, logging=False, on_event=events.append,
     ) as pool:
         assert (provider_here() >> pool) == "local"
     (skipped,) = [e for e in events if isinstance(e, sky.SpecSkipped)]
-    assert (skipped.provider, skipped.credential) == ("GCP", "")
-    assert "pip install skyward-gcp" in skipped.reason and skipped.message.startswith("skipping GCP: ")
+    assert (skipped.provider, skipped.credential) == ("Nimbus", "")
+    assert "pip install skyward-nimbus" in skipped.reason and skipped.message.startswith("skipping Nimbus: ")
 
 
-@needs_gcp_missing
+@pytest.mark.usefixtures("unpublished_provider")
 def test_a_spec_alone_whose_package_is_missing_fails_at_start_naming_the_pip_command() -> None:
-    compute = sky.Compute(provider=sky.GCP(), console=False, logging=False)
-    with pytest.raises(MissingPackageError, match="pip install skyward-gcp"), compute:
+    compute = sky.Compute(provider=sky.Nimbus(), console=False, logging=False)
+    with pytest.raises(MissingPackageError, match="pip install skyward-nimbus"), compute:
         pass
 
 
-@needs_gcp_missing
+@pytest.mark.usefixtures("unpublished_provider")
 def test_the_stand_in_for_a_missing_package_is_a_value_that_pickles() -> None:
-    config = sky.GCP(project="p", zone="europe-west4-a")
+    config = sky.Nimbus(project="p", zone="europe-west4-a")
     assert pickle.loads(pickle.dumps(config)) == config
-    assert "skyward-gcp is not installed" in repr(config) and config.name == "gcp"
-    assert sky.GCP is type(config)
+    assert "skyward-nimbus is not installed" in repr(config) and config.name == "nimbus"
+    assert sky.Nimbus is type(config)
+
+
+def test_a_provider_name_no_package_of_this_repository_offers_does_not_exist() -> None:
+    with pytest.raises(AttributeError, match="GCP"):
+        sky.GCP  # noqa: B018
 
 
 def test_an_unknown_provider_name_is_still_no_attribute() -> None:

@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "skyward"
 CORE_DISTRIBUTION = "skyward-core"
 
-#: Names the reference knows whose packages are separate distributions (present or future).
+#: Public names whose code is a separate distribution of this repository, so that using one without
+#: its package installed says which to install rather than that the name does not exist.
 KNOWN_PROVIDER_PACKAGES = {
-    "AWS": "skyward-aws", "RunPod": "skyward-runpod", "VastAI": "skyward-vastai", "GCP": "skyward-gcp",
-    "Verda": "skyward-verda", "Novita": "skyward-novita", "Container": "skyward-container",
-    "Hyperstack": "skyward-hyperstack", "Lambda": "skyward-lambda", "TensorDock": "skyward-tensordock",
+    "AWS": "skyward-aws", "RunPod": "skyward-runpod", "VastAI": "skyward-vastai", "Verda": "skyward-verda",
+    "Novita": "skyward-novita",
 }
 KNOWN_PLUGIN_PACKAGES = {"torch": "skyward-torch", "accelerate": "skyward-torch", "jax": "skyward-jax"}
 
