@@ -104,11 +104,11 @@ class Scanner:
             self._emit(kind, fid, head, True, not self._left)
 
 
-def dropped_marker(lines: int) -> bytes:
+def dropped_marker(lines: int, hold: int) -> bytes:
     """A LOG frame saying how many lines of output the keeper dropped."""
     text = (
         f"skyward: {lines} lines of output were dropped on the node while the client was away "
-        f"(it holds {HOLD // (1024 * 1024)} MiB for an absent client)\n"
+        f"(it holds {hold / (1024 * 1024):g} MiB for an absent client)\n"
     )
     body = pickle.dumps(("stderr", text), protocol=5)
     return HEADER.pack(LOG, 0, 0, 0, len(body)) + body
@@ -151,10 +151,13 @@ class Attachment:
 
 
 class Keeper:
-    def __init__(self, worker: subprocess.Popen[bytes], listener: socket.socket, grace: float) -> None:
+    def __init__(
+        self, worker: subprocess.Popen[bytes], listener: socket.socket, grace: float, hold: int = HOLD
+    ) -> None:
         self.worker = worker
         self.listener = listener
         self.grace = grace
+        self.hold = hold
         self.att: Attachment | None = None
         self.detached_at = time.monotonic()
         # The worker's stream to the client: out[0] is its byte `base`; `pos` is how far the
@@ -182,7 +185,7 @@ class Keeper:
 
     def _from_worker(self, kind: int, fid: int, piece: Any, first: bool, last: bool) -> None:
         if first:
-            self.dropping = kind == LOG and len(self.out) > HOLD
+            self.dropping = kind == LOG and len(self.out) > self.hold
             if self.dropping:
                 self.dropped_head, self.dropped_body = bytes(piece), bytearray()
             else:
@@ -198,7 +201,7 @@ class Keeper:
 
     def _mark_dropped(self) -> None:
         if self.dropped_lines:
-            self.out += dropped_marker(self.dropped_lines)
+            self.out += dropped_marker(self.dropped_lines, self.hold)
             self.dropped_lines = 0
 
     def acked(self, upto: int) -> None:
@@ -465,7 +468,7 @@ def start(args: argparse.Namespace) -> int:
     os.write(2, f"{worker.pid}\n".encode())
     fds = (os.dup(0), os.dup(1), os.dup(2))
     _to_devnull()
-    keeper = Keeper(worker, listener, args.grace)
+    keeper = Keeper(worker, listener, args.grace, args.hold)
     keeper.attach(Attachment(fds, hold_w))
     try:
         return keeper.run()
@@ -498,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     begin.add_argument("--pid-file", required=True)
     begin.add_argument("--keeper-pid-file", required=True)
     begin.add_argument("--grace", type=float, required=True)
+    begin.add_argument("--hold", type=int, default=HOLD, help="bytes held for an absent client")
     begin.add_argument("command")
     again = sub.add_parser("attach")
     again.add_argument("--socket", required=True)
