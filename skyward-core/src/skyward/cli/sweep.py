@@ -208,25 +208,10 @@ def down(
     found = find(provider, region)
     if pools:
         pools = _pool_ids(pools, [m for _, machines in found.machines for m in machines], yes)
-    plan: list[tuple[Sweeper, list[Machine], set[str]]] = []
-    for sweeper, machines in found.machines:
-        if pools:
-            chosen = [m for m in machines if m.pool in pools]
-            plan.append((sweeper, chosen, set(pools)))
-        else:
-            chosen = [m for m in machines if everything or m.expired(now)]
-            if chosen:
-                plan.append((sweeper, chosen, {m.pool for m in chosen}))
+    plan = _down_plan(found, pools, everything, now)
     selected = [m for _, chosen, _ in plan for m in chosen]
     if not as_json:
-        if selected:
-            draw(_machines_table("To end", selected, now))
-        else:
-            what = "of " + ", ".join(pools) if pools else "expired" if expired else "at all"
-            note(f"No Skyward machine {what} found" + (
-                "; looking for what those pools left beside machines." if pools else "."
-            ))
-        _notes(found)
+        _show_plan(found, selected, pools, expired, now)
     if not plan:
         if as_json:
             emit_json({"ended": [], "failed": [], "skipped": list(found.skipped),
@@ -244,26 +229,65 @@ def down(
             items.extend(sweeper.end(chosen, named, region).items)
         except Exception as error:  # noqa: BLE001 - reported; the other providers still run
             items.extend(Ended(sweeper.name, m.pool, "machine", m.id, str(error)) for m in chosen)
-    ended = [i for i in items if i.error is None]
-    failed = [i for i in items if i.error is not None]
+    failed = _report_ended(found, items, as_json)
+    if failed or found.errors:
+        raise click.ClickException(f"{len(failed)} thing(s) could not be ended; see the result column")
+
+
+def _down_plan(
+    found: Found, pools: tuple[str, ...], everything: bool, now: datetime.datetime
+) -> list[tuple[Sweeper, list[Machine], set[str]]]:
+    """Per provider, the machines `sky down` ends and the pools whose other resources go with them:
+    the named pools' (even with no machine left: their keys, volumes...), else every or every
+    expired machine's."""
+    plan: list[tuple[Sweeper, list[Machine], set[str]]] = []
+    for sweeper, machines in found.machines:
+        if pools:
+            chosen = [m for m in machines if m.pool in pools]
+            plan.append((sweeper, chosen, set(pools)))
+        else:
+            chosen = [m for m in machines if everything or m.expired(now)]
+            if chosen:
+                plan.append((sweeper, chosen, {m.pool for m in chosen}))
+    return plan
+
+
+def _show_plan(
+    found: Found, selected: list[Machine], pools: tuple[str, ...], expired: bool, now: datetime.datetime
+) -> None:
+    """The machines about to be ended, or that none was found, and the providers' notes."""
+    if selected:
+        draw(_machines_table("To end", selected, now))
+    else:
+        what = "of " + ", ".join(pools) if pools else "expired" if expired else "at all"
+        note(f"No Skyward machine {what} found" + (
+            "; looking for what those pools left beside machines." if pools else "."
+        ))
+    _notes(found)
+
+
+def _report_ended(found: Found, items: list[Ended], as_json: bool) -> list[Ended]:
+    """Tell what was ended and what could not be (a table, or JSON); the latter is returned. Pools
+    ended are forgotten by the lingering record: nothing of them is left to adopt."""
     from skyward.providers import linger
 
-    linger.forget(sorted({i.pool for i in ended}))  # nothing is left of them to adopt
+    ended = [i for i in items if i.error is None]
+    failed = [i for i in items if i.error is not None]
+    linger.forget(sorted({i.pool for i in ended}))
     if as_json:
         emit_json({
             "ended": [i.as_json() for i in ended], "failed": [i.as_json() for i in failed],
             "skipped": list(found.skipped), "errors": list(found.errors),
         })
+        return failed
+    rows = [(i.provider, i.pool, i.kind, i.id, Text("ended", style="green")) for i in ended]
+    rows += [(i.provider, i.pool, i.kind, i.id, Text(f"not ended: {i.error}", style="red"))
+             for i in failed]
+    if rows:
+        draw(table("Ended", ("provider", "pool", "what", "id", "result"), rows, whole=(3,)))
     else:
-        rows = [(i.provider, i.pool, i.kind, i.id, Text("ended", style="green")) for i in ended]
-        rows += [(i.provider, i.pool, i.kind, i.id, Text(f"not ended: {i.error}", style="red"))
-                 for i in failed]
-        if rows:
-            draw(table("Ended", ("provider", "pool", "what", "id", "result"), rows, whole=(3,)))
-        else:
-            note("Nothing was left to end.")
-    if failed or found.errors:
-        raise click.ClickException(f"{len(failed)} thing(s) could not be ended; see the result column")
+        note("Nothing was left to end.")
+    return failed
 
 
 def _pool_ids(names: tuple[str, ...], machines: list[Machine], yes: bool) -> tuple[str, ...]:

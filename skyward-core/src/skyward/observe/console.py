@@ -79,6 +79,20 @@ class _Line:
     milestone: bool = False
     remote: bool = False
 
+#: The events each of `Console._describe`'s parts tells of.
+_POOL_EVENTS = (
+    ev.ClusterRequested, ev.ClusterProvisioned, ev.ClusterReady, ev.PoolResized, ev.ShutdownRequested,
+    ev.ClusterDestroyed,
+)
+_BOOTSTRAP_EVENTS = (
+    ev.BootstrapPhase, ev.BootstrapCommand, ev.BootstrapConsole, ev.BootstrapPhaseFailed,
+    ev.InstanceBootstrapped,
+)
+_NODE_EVENTS = (
+    ev.InstanceLaunched, ev.InstanceRunning, ev.InstanceProvisioned, ev.NodeReady, ev.InstancePreempted,
+    ev.InstanceReplaced, ev.NodeLost, ev.InstanceDestroyed,
+)
+
 
 class Console:
     """Renders pool events for a person; attach it to the pool's `EventBus`.
@@ -168,30 +182,55 @@ class Console:
         return f"{len(done)}/{total}" if total else str(len(done))
 
     def _describe(self, event: ev.Event) -> _Line | None:
+        """The line `event` prints (None: none), after updating the counts it changes."""
+        if isinstance(event, _POOL_EVENTS):
+            return self._describe_pool(event)
+        if isinstance(event, _BOOTSTRAP_EVENTS):
+            return self._describe_bootstrap(event)
+        if isinstance(event, _NODE_EVENTS):
+            return self._describe_node(event)
+        return self._describe_other(event)
+
+    def _describe_pool(self, event: ev.Event) -> _Line | None:
+        """The pool as a whole: requested, provisioned, ready, resized, shutting down, gone."""
         match event:
-            case ev.Log(node=node, line=line):
-                return _Line("INFO", f"[node {node}] {line}", milestone=True, remote=True)
-            case ev.Metric(node=node):
-                # A new batch means the node's last one is whole: the log writes it, now and then.
-                written, meters = None, self._meters
-                if self.mode == "log" and meters.opens(event) and meters.due_for_log(node, event.time):
-                    written = _Line("INFO", "metrics " + meters.line(node))
-                self._meters.record(event)
-                return written
             case ev.ClusterRequested(nodes=nodes, spec_summary=summary):
                 self._total, self._requested_at = nodes, event.time
                 name = f"pool {event.pool}" if event.pool else "pool"
                 what = f" ({summary})" if summary else ""
                 return _Line("INFO", f"{name} requested: {nodes} node(s){what}", milestone=True)
-            case ev.InstanceLaunched(node=node, instance_id=iid):
-                return _Line("INFO", f"node {node}: launched {iid}")
-            case ev.InstanceRunning(node=node, ip=ip):
-                return _Line("INFO", f"node {node}: running at {ip}")
-            case ev.InstanceProvisioned(node=node):
-                self._provisioned.add(node)
-                return _Line("INFO", f"provisioned {self._count(self._provisioned)} node(s)")
             case ev.ClusterProvisioned(nodes=nodes):
                 return _Line("INFO", f"all {nodes} node(s) provisioned")
+            case ev.ClusterReady(nodes=nodes, seconds=secs):
+                self._pool_ready = True
+                text = f"pool ready: {nodes} node(s) in {format_duration(secs)}"
+                return _Line("INFO", text, milestone=True)
+            case ev.PoolResized(nodes=nodes, previous=previous, reason=reason):
+                self._total = nodes
+                for seen in (self._provisioned, self._bootstrapped, self._ready):
+                    seen.difference_update([n for n in seen if n >= nodes])  # the highest indices went
+                text = f"pool resized: {previous} -> {nodes} node(s){_suffix(reason)}"
+                return _Line("INFO", text, milestone=True)
+            case ev.ShutdownRequested(reason=reason):
+                self._shutting_down = event.time
+                return _Line("INFO", f"shutting down{_suffix(reason)}")
+            case ev.ClusterDestroyed(seconds=secs, cost=cost, reason=reason):
+                self._shutting_down, self._pool_ready = None, False
+                if not secs and self._requested_at is not None:
+                    secs = event.time - self._requested_at
+                self._requested_at = None
+                spent = f", ~${cost:.2f}" if cost else ""
+                text = f"pool destroyed after {format_duration(secs)}{spent}"
+                if reason.startswith(LINGERING):  # parked, not destroyed: say what still runs
+                    text = f"pool ended after {format_duration(secs)}{spent}; its machines {reason}"
+                if self.mode != "minimal":  # minimal: milestones only
+                    text += self._summary()
+                return _Line("INFO", text, milestone=True)
+        return None
+
+    def _describe_bootstrap(self, event: ev.Event) -> _Line | None:
+        """A node's bootstrap: its phases, commands and output (the last two in the log mode only)."""
+        match event:
             case ev.BootstrapPhase(node=node, phase=phase, event="started"):
                 self._phase[node] = (phase, event.time)
                 return _Line("INFO", f"node {node}: bootstrap {phase}...")
@@ -211,25 +250,27 @@ class Console:
                 self._bootstrapped.add(node)
                 self._phase.pop(node, None)
                 return _Line("INFO", f"bootstrapped {self._count(self._bootstrapped)} node(s)")
+        return None
+
+    def _describe_node(self, event: ev.Event) -> _Line | None:
+        """One node's machine and worker: launched, running, ready, preempted, replaced, lost, destroyed."""
+        match event:
+            case ev.InstanceLaunched(node=node, instance_id=iid):
+                return _Line("INFO", f"node {node}: launched {iid}")
+            case ev.InstanceRunning(node=node, ip=ip):
+                return _Line("INFO", f"node {node}: running at {ip}")
+            case ev.InstanceProvisioned(node=node):
+                self._provisioned.add(node)
+                return _Line("INFO", f"provisioned {self._count(self._provisioned)} node(s)")
             case ev.NodeReady(node=node):
                 self._ready.add(node)
                 return _Line("INFO", f"ready {self._count(self._ready)} node(s)")
-            case ev.ClusterReady(nodes=nodes, seconds=secs):
-                self._pool_ready = True
-                text = f"pool ready: {nodes} node(s) in {format_duration(secs)}"
-                return _Line("INFO", text, milestone=True)
             case ev.InstancePreempted(node=node, reason=reason):
                 return _Line("WARN", f"node {node}: preempted{_suffix(reason)}", milestone=True)
             case ev.InstanceReplaced(node=node, old_id=old, new_id=new) if old == new:
                 return _Line("INFO", f"node {node}: worker restarted on {new}", milestone=True)
             case ev.InstanceReplaced(node=node, old_id=old, new_id=new):
                 return _Line("WARN", f"node {node}: machine {old} replaced by {new}", milestone=True)
-            case ev.PoolResized(nodes=nodes, previous=previous, reason=reason):
-                self._total = nodes
-                for seen in (self._provisioned, self._bootstrapped, self._ready):
-                    seen.difference_update([n for n in seen if n >= nodes])  # the highest indices went
-                text = f"pool resized: {previous} -> {nodes} node(s){_suffix(reason)}"
-                return _Line("INFO", text, milestone=True)
             case ev.NodeLost(node=node, reason=reason, restart=True):
                 self._ready.discard(node)
                 return _Line("WARN", f"node {node}: {reason}", milestone=True)
@@ -238,6 +279,20 @@ class Console:
                 return _Line("WARN", f"node {node}: lost{_suffix(reason)}", milestone=True)
             case ev.InstanceDestroyed(node=node, instance_id=iid):
                 return _Line("INFO", f"node {node}: destroyed {iid}")
+        return None
+
+    def _describe_other(self, event: ev.Event) -> _Line | None:
+        """The rest: remote log lines, metrics (kept for the live view), retries, skipped specs, errors."""
+        match event:
+            case ev.Log(node=node, line=line):
+                return _Line("INFO", f"[node {node}] {line}", milestone=True, remote=True)
+            case ev.Metric(node=node):
+                # A new batch means the node's last one is whole: the log writes it, now and then.
+                written, meters = None, self._meters
+                if self.mode == "log" and meters.opens(event) and meters.due_for_log(node, event.time):
+                    written = _Line("INFO", "metrics " + meters.line(node))
+                self._meters.record(event)
+                return written
             case ev.TaskRetried(task_id=tid, name=name, node=node, attempt=n, reason=reason):
                 return _Line("WARN", f"task {name}#{tid} retry {n} on node {node}{_suffix(reason)}")
             case ev.SpecSkipped(message=message):  # the pool goes on with the next spec: a warning
@@ -245,21 +300,6 @@ class Console:
             case ev.ErrorReported(message=message, fatal=fatal, node=node):
                 where = f"node {node}: " if node is not None else ""
                 return _Line("ERROR", f"{where}{'fatal: ' if fatal else ''}{message}", milestone=True)
-            case ev.ShutdownRequested(reason=reason):
-                self._shutting_down = event.time
-                return _Line("INFO", f"shutting down{_suffix(reason)}")
-            case ev.ClusterDestroyed(seconds=secs, cost=cost, reason=reason):
-                self._shutting_down, self._pool_ready = None, False
-                if not secs and self._requested_at is not None:
-                    secs = event.time - self._requested_at
-                self._requested_at = None
-                spent = f", ~${cost:.2f}" if cost else ""
-                text = f"pool destroyed after {format_duration(secs)}{spent}"
-                if reason.startswith(LINGERING):  # parked, not destroyed: say what still runs
-                    text = f"pool ended after {format_duration(secs)}{spent}; its machines {reason}"
-                if self.mode != "minimal":  # minimal: milestones only
-                    text += self._summary()
-                return _Line("INFO", text, milestone=True)
         return None
 
     def _task(self, event: ev.Event) -> None:
