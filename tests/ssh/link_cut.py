@@ -99,8 +99,12 @@ class CuttableLink:
             self._timer.daemon = True
             self._timer.start()
 
-    def restore(self) -> None:
+    def restore(self, to: SSHServer | None = None) -> None:
+        """Accept connections again: to the same server, or to `to` (another machine, which now
+        answers at this address: its host key is not the one the pool trusts here)."""
         with self._lock:
+            if to is not None:
+                self.server = to
             if self._listener is not None:
                 return
         self._listen()

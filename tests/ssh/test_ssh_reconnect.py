@@ -131,3 +131,24 @@ def test_tasks_fail_instead_of_waiting_for_ever_once_no_node_is_left(tmp_path: P
                 (slow(0) > compute).result(timeout=10)  # a task sent afterwards fails at once too
     finally:
         hosts.stop()
+
+
+def test_a_host_that_comes_back_with_another_host_key_is_not_reattached(tmp_path: Path) -> None:
+    hosts = start_hosts(tmp_path, 2)
+    try:
+        with CuttableLink(hosts.servers[0], tmp_path) as link:
+            compute = ssh_pool(hosts, provider=link.provider(hosts), ssh_timeout=2, ssh_retry_interval=0.5)
+            events = watch(compute)
+            with compute:
+                worker = pid() >> compute
+                future = slow(30) > compute
+                assert wait_until(lambda: count(events, sky.TaskStarted) == 2)
+                link.cut()
+                link.restore(to=hosts.servers[1])  # someone else answers at the node's address
+                with pytest.raises(sky.NodeLostError):
+                    future.result(timeout=60)  # within the default grace of 600 s: no waiting it out
+            lost = [e for e in events if isinstance(e, sky.NodeLost)]
+            assert lost and "host key" in lost[0].reason
+            assert pid_alive(worker)  # the worker was not reached: its keeper waits out the grace
+    finally:
+        hosts.stop()

@@ -235,6 +235,10 @@ class SSHChannel(Channel):
             self._outbox.send([ack_frame(self._received)])
 
     def _on_lost(self, exc: BaseException | None) -> None:
+        if self._reattach is not None:  # a channel that was attaching: the attempt failed
+            if self._attached is not None and not self._attached.done():
+                self._attached.set_exception(ConnectionError(f"the new channel closed ({exc!r})"))
+            return
         self._gone.set()
         if self._can_reattach():
             assert self._writer is not None
@@ -275,20 +279,18 @@ class SSHChannel(Channel):
         deadline = loop.time() + grace
         log.warning("skyward.link_lost", node=self._label, error=repr(exc), grace=grace)
         pause = FIRST_PAUSE
-        while not self._closed:
-            left = deadline - loop.time()
-            if left <= 0:
-                break
+        why = f"the link stayed down past its grace period ({grace:g}s, the pool's ttl)"
+        while not self._closed and loop.time() < deadline:
             try:
-                async with asyncio.timeout(left):
-                    await self._attach_once(left)
-            except KeeperGone as error:
-                exc = error
-                break
-            except TimeoutError:
-                break
+                async with asyncio.timeout(deadline - loop.time()):
+                    await self._attach_once(deadline - loop.time())
             except (OSError, asyncssh.Error, ConnectionError) as error:
+                if isinstance(error, TimeoutError) and loop.time() >= deadline:
+                    break
                 exc = error
+                if isinstance(error, KeeperGone) or is_permanent(error):
+                    why = "it could not come back"  # no keeper to come back to, a changed host key
+                    break
                 log.info("skyward.link_retry", node=self._label, error=str(error), wait=pause)
                 await asyncio.sleep(min(pause, max(deadline - loop.time(), 0)))
                 pause = min(pause * 2, MAX_PAUSE)
@@ -299,11 +301,8 @@ class SSHChannel(Channel):
             return
         self._reattach = None
         self._gone.set()
-        if self._closed:
-            return
-        self._lost(ConnectionError(
-            f"the link to {self._label or 'the node'} stayed down past its grace period ({grace:g}s): {exc!r}"
-        ))
+        if not self._closed:
+            self._lost(ConnectionError(f"{self._label or 'the node'} is lost: {why} ({exc!r})"))
 
     async def _attach_once(self, left: float) -> None:
         assert self._resume is not None and self._writer is not None
@@ -312,16 +311,18 @@ class SSHChannel(Channel):
         self._attached = asyncio.get_running_loop().create_future()
         session = _Session(self)
         self._session = session
-        command = self._resume.command
-        chan, _ = await conn.create_session(lambda: session, command, encoding=None, window=WINDOW)
-        self._chan = chan
-        chan.write(greeting(self._received))
+        chan: Any = None
         try:
+            command = self._resume.command
+            chan, _ = await conn.create_session(lambda: session, command, encoding=None, window=WINDOW)
+            chan.write(greeting(self._received))
             keeper_has = await asyncio.wait_for(asyncio.shield(self._attached), ATTACH_TIMEOUT)
         except BaseException:
-            self._session = None
-            chan.close()
+            self._session = None  # whatever that channel says later is not heard
+            if chan is not None:
+                chan.close()
             raise
+        self._chan = chan
         self._writer.attach(chan, keeper_has)
         self._outbox.resume()
 
