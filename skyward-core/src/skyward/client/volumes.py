@@ -257,25 +257,13 @@ def scoped_s3_keys(
             f"the pool's volumes: could not tell which AWS identity makes their keys "
             f"(sts:GetCallerIdentity: {_aws_error(exc)}); check the AWS credentials, {EXPLICIT_KEYS}"
         ) from None
-    partition = (arn.split(":") + ["", ""])[1] or "aws"
-    policy = session_policy(grants, partition)
-    if len(policy) > POLICY_LIMIT:
-        raise ConfigurationError(
-            f"the pool's {len(grants)} volumes need a session policy of {len(policy)} characters, over "
-            f"AWS's {POLICY_LIMIT}: use fewer volumes (or one prefix for several) per pool, {EXPLICIT_KEYS}"
-        )
+    policy = _bounded_policy(grants, (arn.split(":") + ["", ""])[1] or "aws")
     how, seconds, call = _sts_request(arn, bool(frozen.token), policy)
     try:
         method = sts.assume_role if how == "sts:AssumeRole" else sts.get_federation_token
         answer = method(**call)["Credentials"]
     except failures as exc:
-        role, why = call.get("RoleArn"), _aws_error(exc)
-        refused = f"AWS refused {how}{f' of {role}' if role else ''} for the pool's volumes ({why})"
-        trust = ""
-        if role and ("AccessDenied" in why or "NoSuchEntity" in why):
-            trust = (f": the role's trust policy must let it assume itself (allow sts:AssumeRole to {role} "
-                     "or to its account), and a role under a path (/service/...) is not found this way")
-        raise ConfigurationError(f"{refused}{trust}; {EXPLICIT_KEYS}") from None
+        raise _refused(how, call.get("RoleArn"), _aws_error(exc)) from None
     keys = ScopedKeys(
         answer["AccessKeyId"], answer["SecretAccessKey"], answer["SessionToken"], seconds, how, policy
     )
@@ -289,6 +277,27 @@ def scoped_s3_keys(
             "running longer loses its volumes then; pass keys of the volumes' own to avoid it",
         )
     return keys
+
+
+def _bounded_policy(grants: Sequence[Grant], partition: str) -> str:
+    """`session_policy` of `grants`, refused where it is over what AWS takes."""
+    policy = session_policy(grants, partition)
+    if len(policy) > POLICY_LIMIT:
+        raise ConfigurationError(
+            f"the pool's {len(grants)} volumes need a session policy of {len(policy)} characters, over "
+            f"AWS's {POLICY_LIMIT}: use fewer volumes (or one prefix for several) per pool, {EXPLICIT_KEYS}"
+        )
+    return policy
+
+
+def _refused(how: str, role: str | None, why: str) -> ConfigurationError:
+    """AWS refused to make the keys: what to fix (a role's trust policy), or keys of their own."""
+    refused = f"AWS refused {how}{f' of {role}' if role else ''} for the pool's volumes ({why})"
+    trust = ""
+    if role and ("AccessDenied" in why or "NoSuchEntity" in why):
+        trust = (f": the role's trust policy must let it assume itself (allow sts:AssumeRole to {role} "
+                 "or to its account), and a role under a path (/service/...) is not found this way")
+    return ConfigurationError(f"{refused}{trust}; {EXPLICIT_KEYS}")
 
 
 def _sts_request(arn: str, temporary: bool, policy: str) -> tuple[str, int, dict[str, Any]]:
