@@ -2,10 +2,10 @@
 
     python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--repeat N] [--json PATH] [--peers A,B]
 
-Cases: start, latency, throughput, payload, joblib, ssh, wan, collections, floor, defaults (see the case_*.py
-modules). Every figure is measured `--repeat` times per framework and the table shows the medians; the
-JSON file keeps every run. Peers (Ray, Dask, loky, ProcessPoolExecutor) are optional: one that is not
-installed shows "missing" (`pip install -r benchmarks/requirements.txt`), one left out with
+Cases: start, latency, throughput, payload, joblib, ssh, wan, relay, collections, floor, defaults (see the
+case_*.py modules). Every figure is measured `--repeat` times per framework and the table shows the
+medians; the JSON file keeps every run. Peers (Ray, Dask, loky, ProcessPoolExecutor) are optional: one
+that is not installed shows "missing" (`pip install -r benchmarks/requirements.txt`), one left out with
 --peers shows "skipped". Nothing here asserts a timing; the targets section only reports.
 """
 
@@ -34,6 +34,7 @@ import case_joblib  # noqa: E402
 import case_latency  # noqa: E402
 import case_linger  # noqa: E402
 import case_payload  # noqa: E402
+import case_relay  # noqa: E402
 import case_ssh  # noqa: E402
 import case_start  # noqa: E402
 import case_throughput  # noqa: E402
@@ -46,11 +47,11 @@ WARM_CASES = (case_latency, case_throughput, case_payload)
 CASES = {
     c.NAME: c
     for c in (
-        case_start, *WARM_CASES, case_joblib, case_ssh, case_wan, case_bootstrap, case_linger,
+        case_start, *WARM_CASES, case_joblib, case_ssh, case_wan, case_relay, case_bootstrap, case_linger,
         case_collections, case_floor, case_defaults,
     )
 }
-ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "wan", "bootstrap", "linger",
+ORDER = ("start", "latency", "throughput", "payload", "joblib", "ssh", "wan", "relay", "bootstrap", "linger",
          "collections", "floor", "defaults")
 
 
@@ -214,6 +215,7 @@ def run_skyward_only(case: Any, what: str, config: Config, selected: list[str]) 
 SKYWARD_ONLY = (
     (case_ssh, "Skyward over OpenSSH on loopback"),
     (case_wan, "Skyward over OpenSSH behind a delaying proxy (50 and 150 ms round trips)"),
+    (case_relay, "a 100 MB broadcast to 4 SSH nodes over a 100 Mbit/s client uplink"),
     (case_bootstrap, "cold SSH pool vs its uv install floor"),
     (case_linger, "Skyward on the fake RunPod, parked pods against new ones"),
     (case_collections, "Skyward's distributed collections on Local"),
@@ -369,6 +371,9 @@ def targets(by_key: dict[str, Figure]) -> list[dict[str, object]]:
             r = m(f"wan{rtt}.{what}")
             name = f"wan {rtt} ms: {_WAN_NAMES[what]}"
             rows.append(row(name, f"<= {goal:g} RTT", r, None if r is None else r <= goal, " RTT"))
+    r = m("relay.ratio")
+    name = f"relay: {case_relay.SIZE_MB} MB `@` to {case_relay.NODES} nodes vs one copy, capped uplink"
+    rows.append(row(name, "<= 1.5x", r, None if r is None else r <= 1.5))
     r = m("collections.vs_noop")
     name = "collections: strong increment p50 vs no-op round trip"
     rows.append(row(name, "<= 2x", r, None if r is None else r <= 2))

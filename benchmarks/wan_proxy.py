@@ -128,11 +128,16 @@ class Route:
     """One listener on 127.0.0.1 in front of one upstream server, with one bucket per direction
     (the link of that host, shared by all its connections)."""
 
-    def __init__(self, upstream: tuple[str, int], delay: float, rate: float | None, burst: float) -> None:
+    def __init__(
+        self, upstream: tuple[str, int], delay: float, rate: float | None, burst: float,
+        shared: tuple[TokenBucket, TokenBucket] | None = None,
+    ) -> None:
         self.upstream = upstream
         self.delay = delay
         self.up = TokenBucket(rate, burst) if rate else None
         self.down = TokenBucket(rate, burst) if rate else None
+        if shared is not None:  # one link for every route: the client's own uplink and downlink
+            self.up, self.down = shared
 
     async def serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         try:
@@ -153,10 +158,13 @@ class Route:
                 writer.close()
 
 
-async def serve(upstreams: list[tuple[str, int]], delay: float, rate: float | None, burst: float) -> None:
+async def serve(
+    upstreams: list[tuple[str, int]], delay: float, rate: float | None, burst: float, shared: bool = False
+) -> None:
     servers = []
+    buckets = (TokenBucket(rate, burst), TokenBucket(rate, burst)) if shared and rate else None
     for upstream in upstreams:
-        route = Route(upstream, delay, rate, burst)
+        route = Route(upstream, delay, rate, burst, buckets)
         server = await asyncio.start_server(route.serve, "127.0.0.1", 0)
         servers.append(server)
         port = server.sockets[0].getsockname()[1]
@@ -175,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay-ms", type=float, required=True, help="one-way delay, each direction")
     parser.add_argument("--rate-mbit", type=float, default=None, help="bandwidth cap per host and direction")
     parser.add_argument("--burst-kb", type=float, default=64.0, help="the cap's bucket size")
+    parser.add_argument("--shared", action="store_true", help="one cap for all hosts: the client's link")
     parser.add_argument("upstreams", nargs="+", metavar="HOST:PORT")
     args = parser.parse_args(argv)
     upstreams = []
@@ -182,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         host, _, port = text.rpartition(":")
         upstreams.append((host, int(port)))
     rate = args.rate_mbit * 1e6 / 8 if args.rate_mbit else None
-    asyncio.run(serve(upstreams, args.delay_ms / 1e3, rate, args.burst_kb * 1024))
+    asyncio.run(serve(upstreams, args.delay_ms / 1e3, rate, args.burst_kb * 1024, args.shared))
     return 0
 
 
@@ -190,16 +199,19 @@ class WanProxy:
     """The proxy in a subprocess: `ports[i]` on 127.0.0.1 reaches `upstreams[i]`.
 
     `delay`: one-way seconds (half the round trip it adds); `rate_mbit`: the token-bucket cap per
-    host and direction (None: no cap)."""
+    host and direction (None: no cap); `shared`: the cap is one for all hosts together, per
+    direction, as the client's own link is."""
 
     def __init__(
         self, upstreams: list[tuple[str, int]], delay: float, rate_mbit: float | None = None,
-        burst_kb: float = 64.0,
+        burst_kb: float = 64.0, shared: bool = False,
     ) -> None:
         command = [sys.executable, str(Path(__file__).resolve()), "--delay-ms", repr(delay * 1e3),
                    "--burst-kb", repr(burst_kb)]
         if rate_mbit:
             command += ["--rate-mbit", repr(rate_mbit)]
+        if shared:
+            command += ["--shared"]
         command += [f"{host}:{port}" for host, port in upstreams]
         self.delay = delay
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)

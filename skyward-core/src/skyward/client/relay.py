@@ -19,12 +19,14 @@ gives (the instance's private address: the pool's own network).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 import json
 import posixpath
 import secrets
 import shlex
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -73,21 +75,38 @@ def peer_address(instance: Any) -> tuple[str, int]:
     return instance.private_ip or instance.public_ip, instance.ssh_port
 
 
-def relay_broadcast(tasks: list[TaskState], scheduler: Scheduler, fleet: Fleet, loop: LoopThread) -> None:
+def relay_broadcast(
+    tasks: list[TaskState], scheduler: Scheduler, fleet: Fleet, loop: LoopThread
+) -> Callable[[], None]:
     """Before a broadcast's tasks go out, relay each of its large arguments to the nodes that
-    lack it; the worker of every node reached then adopts it from its node folder."""
+    lack it; the worker of every node reached then adopts it from its node folder.
+
+    Returns what to call once the tasks are answered: it waits until the relay's key is out of
+    every node's authorized_keys (taken out while the workers adopt the argument)."""
     blobs = [blob for blob in (tasks[0].function.blobs if tasks else ()) if blob.size >= RELAY_MIN]
+    revoking: list[concurrent.futures.Future[Any]] = []
     for blob in blobs:
         nodes = [scheduler.get(task.target) for task in tasks]
         hops = _hops([n for n in nodes if n is not None and not n.functions.blobs.holds(blob.key)])
         if len(hops) < 2:
             continue  # one node: the client's copy is the only one anyway
         python = fleet.provider.python_bin(fleet.cluster)
-        reached = loop.run(relay(blob, hops, python))
+        reached, revoked = loop.run(relay(blob, hops, python))
+        revoking.append(asyncio.run_coroutine_threadsafe(_wait(revoked), loop.loop))
         for hop in hops:
             if hop.label in reached:
                 with hop.node.functions.lock:
                     hop.node.functions.blobs.staged.add(blob.key)
+
+    def finish() -> None:
+        for future in revoking:
+            future.result(KEY_TIMEOUT * 2)
+
+    return finish
+
+
+async def _wait(task: asyncio.Future[Any]) -> None:
+    await task
 
 
 def _hops(nodes: list[NodeHandle]) -> list[Hop]:
@@ -111,8 +130,9 @@ def _hops(nodes: list[NodeHandle]) -> list[Hop]:
     return hops
 
 
-async def relay(blob: Blob, hops: list[Hop], python: str) -> set[str]:
-    """Send `blob` down the chain of `hops`; the labels of the nodes that hold it whole."""
+async def relay(blob: Blob, hops: list[Hop], python: str) -> tuple[set[str], asyncio.Future[Any]]:
+    """Send `blob` down the chain of `hops`: the labels of the nodes that hold it whole, and the
+    revocation of the relay's key on every node, under way."""
     import asyncssh
 
     key = asyncssh.generate_private_key("ssh-ed25519")
@@ -127,28 +147,36 @@ async def relay(blob: Blob, hops: list[Hop], python: str) -> set[str]:
         "digest": digest.hexdigest(),
         "private_key": key.export_private_key().decode(),
     }
+    # The first node's relay starts (its Python, its imports) while the others let the key in.
+    starting = asyncio.ensure_future(_start(hops[0], python))
     installed = await asyncio.gather(
         *(_node_command(hop, python, ["install", public, mark, hop.workdir, python]) for hop in hops[1:])
     )
     chain = [hop for hop, ok in zip(hops[1:], installed, strict=True) if ok]
     try:
-        return await asyncio.wait_for(_send(blob, hops[0], chain, header, python), RELAY_TIMEOUT)
+        process = await starting
+        reached = await asyncio.wait_for(_send(blob, process, hops[0], chain, header), RELAY_TIMEOUT)
     except (TimeoutError, OSError, Exception) as exc:  # noqa: BLE001 - the client serves the rest
         _log.warning("skyward.relay_failed", error=str(exc))
-        return set()
-    finally:
-        await asyncio.gather(*(_node_command(hop, python, ["revoke", mark]) for hop in hops[1:]))
+        reached = set()
+    revoked = asyncio.ensure_future(
+        asyncio.gather(*(_node_command(hop, python, ["revoke", mark]) for hop in hops[1:]))
+    )
+    return reached, revoked
 
 
-async def _send(blob: Blob, first: Hop, chain: list[Hop], header: dict[str, Any], python: str) -> set[str]:
+async def _start(first: Hop, python: str) -> Any:
+    command = f"cd {shlex.quote(first.workdir)} && exec {python} -m skyward.transport.blob_relay"
+    return await first.conn.create_process(command, encoding=None)
+
+
+async def _send(blob: Blob, process: Any, first: Hop, chain: list[Hop], header: dict[str, Any]) -> set[str]:
     """Stream the header and `blob` to the first node's relay; collect the `ok` lines."""
     hops = [
         {"host": h.host, "port": h.port, "user": h.user, "known_host": h.known_host, "label": h.label}
         for h in chain
     ]
     text = json.dumps({**header, "hops": hops, "label": first.label}).encode()
-    command = f"cd {shlex.quote(first.workdir)} && exec {python} -m skyward.transport.blob_relay"
-    process = await first.conn.create_process(command, encoding=None)
     reached: set[str] = set()
 
     async def read() -> None:
@@ -170,8 +198,6 @@ async def _send(blob: Blob, first: Hop, chain: list[Hop], header: dict[str, Any]
     finally:
         reader.cancel()
         process.close()
-    # Which nodes each relay reached, with their own labels, as one line each: per label,
-    # "ok <label>" in its relay's chain (`skyward.transport.blob_relay`).
     return reached
 
 

@@ -71,6 +71,8 @@ class Next:
         """A relay started on the first of `hops` that lets this node in, and the labels skipped."""
         import asyncssh
 
+        from skyward.transport.ssh_connect import ciphers
+
         key = asyncssh.import_private_key(header["private_key"])
         skipped: list[str] = []
         for i, hop in enumerate(hops):
@@ -85,6 +87,9 @@ class Next:
                         agent_path=None,
                         config=[],
                         keepalive_interval=15,
+                        # the client's choices: fast ciphers, and no zlib on bytes that do not shrink
+                        encryption_algs=ciphers(),
+                        compression_algs=None,
                     ),
                     CONNECT_TIMEOUT,
                 )
