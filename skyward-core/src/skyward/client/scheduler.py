@@ -196,8 +196,7 @@ class Scheduler:
             self._exclusive = {t for t in self._exclusive if not t.done}
         if not queue:
             return
-        nodes = self._nodes
-        order = sorted(nodes)
+        order = sorted(self._nodes)
         function = queue[0].function
         room, idle = self._room(function.key)
         closed: set[int] = set()  # nodes a pinned task waits for
@@ -215,12 +214,9 @@ class Scheduler:
                 function = task.function
             target = task.target
             if target is not None:
-                left = room.get(target)
-                index = target if left is not None and left[2] > 0 else None
+                index = _pinned_room(target, room, closed)
                 if index is None:
                     waiting.append(queue.popleft())
-                    if room.pop(target, None) is not None:
-                        closed.add(target)
                     continue
             else:
                 index = self._next_with_room(order, room, 0) if idle else None
@@ -230,23 +226,27 @@ class Scheduler:
                     break  # no room for it anywhere: the tasks behind it keep their turn
                 self._loose -= 1
             queue.popleft()
-            left = room[index]
-            waits = left[0] <= 0  # no running slot free there: it waits on the worker
-            if not waits:
-                idle -= 1
-            left[0] -= 1
-            left[1] -= 1
-            left[2] -= 1
-            left[3] -= 1
-            if left[2] <= 0 and left[3] <= 0:
-                del room[index]
-            nodes[index].dispatch(task, waits)
-            self.on_dispatch(task)
-            if not task.prefetch:
-                self._exclusive.add(task)
-                for left in room.values():  # no more prefetch in this pump either
-                    left[3] = left[1]
+            idle -= self._send(task, index, room)
         queue.extendleft(reversed(waiting))
+
+    def _send(self, task: TaskState, index: int, room: dict[int, list[int]]) -> int:
+        """Dispatch `task` to node `index` and take it out of that node's `room` (see `_room`);
+        1 if it took a free running slot there, 0 if it waits on the worker."""
+        left = room[index]
+        waits = left[0] <= 0  # no running slot free there: it waits on the worker
+        left[0] -= 1
+        left[1] -= 1
+        left[2] -= 1
+        left[3] -= 1
+        if left[2] <= 0 and left[3] <= 0:
+            del room[index]
+        self._nodes[index].dispatch(task, waits)
+        self.on_dispatch(task)
+        if not task.prefetch:
+            self._exclusive.add(task)
+            for left in room.values():  # no more prefetch in this pump either
+                left[3] = left[1]
+        return 0 if waits else 1
 
     def _room(self, key: bytes, closed: set[int] | None = None) -> tuple[dict[int, list[int]], int]:
         """Each ready node's room for tasks of the function `key`, and how many running slots are
@@ -325,3 +325,14 @@ def _has_slot(node: NodeHandle) -> bool:
 
 def _has_room(node: NodeHandle) -> bool:
     return node.ready and not node.lost and node.channel.can_send_now and node.free_slots > 0
+
+
+def _pinned_room(target: int, room: dict[int, list[int]], closed: set[int]) -> int | None:
+    """`target` when it has room for a task pinned to it; else None, and the node is closed for
+    the rest of the pump (no task behind the pinned one is placed there before it)."""
+    left = room.get(target)
+    if left is not None and left[2] > 0:
+        return target
+    if room.pop(target, None) is not None:
+        closed.add(target)
+    return None
