@@ -239,7 +239,10 @@ class RemoteNodes:
                 guarding.cancel()
                 await asyncio.gather(guarding, return_exceptions=True)
             raise
-        self._pid_files.setdefault((node, setup.worker), []).append(pid_file)
+        from skyward.transport.ssh_link import keeper_pid_file
+
+        # The keeper too: one holding a link the pool gave up on would wait out its grace period.
+        self._pid_files.setdefault((node, setup.worker), []).extend([pid_file, keeper_pid_file(pid_file)])
         if guarding is not None:
             try:
                 await guarding

@@ -48,6 +48,7 @@ from skyward.transport.ssh_link import (
     ack_frame,
     end_frame,
     greeting,
+    keeper_pid_file,
 )
 from skyward.transport.ssh_outbox import Outbox
 from skyward.wire import FrameDecoder, Kind, encode
@@ -159,7 +160,7 @@ class SSHChannel(Channel):
 
     @property
     def stderr_tail(self) -> str:
-        return self._stderr.decode(errors="replace")
+        return (self._stderr + self._pending_line).decode(errors="replace")
 
     def start(self) -> None:
         early, self._early = self._early, None
@@ -193,6 +194,9 @@ class SSHChannel(Channel):
         self._pending_line = bytearray(rest)
         for line in lines:
             self._stderr_line(line)
+        if len(self._pending_line) > STDERR_TAIL:  # no control line is this long: a program's output
+            self._stderr_line(bytes(self._pending_line))
+            self._pending_line.clear()
 
     def _stderr_line(self, line: bytes) -> None:
         if self._pid is None:
@@ -267,7 +271,7 @@ class SSHChannel(Channel):
         resume = self._resume
         return (
             resume is not None and resume.grace > 0 and self._keeper_up and not self._exited
-            and not self._closed and self._reattach is None
+            and not self._closed and self._reattach is None and self._kill_task is None
         )
 
     async def _come_back(self, exc: BaseException | None) -> None:
@@ -380,6 +384,8 @@ class SSHChannel(Channel):
             command = kill_command(self._pid_file)
         else:
             command = ""
+        if command and self._resume is not None and self._pid_file:
+            command += "; " + kill_command(keeper_pid_file(self._pid_file))  # nothing left to keep
         if command and not self._gone.is_set() and not self._conn.is_closed():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._conn.run(command, check=False), 10)
