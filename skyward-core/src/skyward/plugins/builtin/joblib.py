@@ -160,81 +160,88 @@ def _call_logged(callback: Callable[[Any], Any], future: Future[Any]) -> None:
         structlog.get_logger().exception("skyward.joblib_callback_failed")
 
 
+class _SkywardBackendMethods:
+    """What the Skyward backend does, apart from joblib's base classes (which `_backend_class`
+    mixes in on first use, so that importing this module does not import joblib)."""
+
+    default_n_jobs = -1
+    supports_retrieve_callback = True
+    supports_timeout = True
+    supports_return_generator = True
+    supports_inner_max_num_threads = False
+    supports_sharedmem = False
+    uses_threads = False
+
+    def __init__(
+        self,
+        pool: Any,
+        callbacks: _CallbackThread,
+        nesting_level: int | None = None,
+        inner_max_num_threads: int | None = None,
+        **backend_kwargs: Any,
+    ) -> None:
+        super().__init__(
+            nesting_level=nesting_level, inner_max_num_threads=inner_max_num_threads, **backend_kwargs
+        )
+        self.pool = pool
+        self._callbacks = callbacks
+
+    def slots(self) -> int:
+        """Tasks the pool runs at once: ready nodes times each node's concurrency."""
+        return max(self.pool.current_nodes(), 1) * self.pool.worker.concurrency
+
+    def effective_n_jobs(self, n_jobs: int | None) -> int:
+        if n_jobs == 0:
+            raise ValueError("n_jobs == 0 in Parallel has no meaning")
+        if n_jobs is None:
+            n_jobs = self.default_n_jobs
+        if n_jobs < 0:
+            return max(self.slots() + 1 + n_jobs, 1)
+        return n_jobs
+
+    def configure(self, n_jobs: int | None = 1, parallel: Any = None, **backend_kwargs: Any) -> int:
+        self.parallel = parallel
+        effective = self.effective_n_jobs(n_jobs)
+        if effective == 1 and n_jobs != 1:
+            # joblib runs a call in the caller when this returns 1; only n_jobs=1 asks for that.
+            return 2
+        return effective
+
+    def submit(self, func: Any, callback: Callable[[Any], Any] | None = None) -> Future[Any]:
+        try:
+            future = self.pool.run_async(PendingFunction(joblib_batch, (func,), {}))
+        except Exception as exc:  # noqa: BLE001 - reported through the future, like a task's error
+            future = Future()
+            future.set_exception(exc)
+        if callback is not None:
+            future.add_done_callback(functools.partial(self._callbacks.deliver, callback))
+        return future
+
+    #: joblib before 1.5 calls `apply_async` (same contract) instead of `submit`.
+    apply_async = submit
+
+    def retrieve_result_callback(self, out: Future[Any]) -> Any:
+        return out.result()
+
+    def __repr__(self) -> str:
+        return f"<SkywardBackend {getattr(self.pool, 'name', self.pool)}>"
+
+
 @functools.cache
 def _backend_class() -> type[Any]:
     """The backend class, built on first use so that importing this module does not import joblib."""
     from joblib._parallel_backends import AutoBatchingMixin
     from joblib.parallel import ParallelBackendBase
 
-    class SkywardBackend(AutoBatchingMixin, ParallelBackendBase):  # type: ignore[misc, valid-type]
+    bases = (_SkywardBackendMethods, AutoBatchingMixin, ParallelBackendBase)
+
+    class SkywardBackend(*bases):  # type: ignore[misc]
         """joblib backend whose workers are a Skyward pool's task slots; one batch, one task.
 
         Batches grow with `AutoBatchingMixin`, as with joblib's own process backends: with
         `batch_size="auto"` a batch of small calls is sized to take a fraction of a second, so
         2,000 tiny calls are a handful of tasks, not 2,000 round trips.
         """
-
-        default_n_jobs = -1
-        supports_retrieve_callback = True
-        supports_timeout = True
-        supports_return_generator = True
-        supports_inner_max_num_threads = False
-        supports_sharedmem = False
-        uses_threads = False
-
-        def __init__(
-            self,
-            pool: Any,
-            callbacks: _CallbackThread,
-            nesting_level: int | None = None,
-            inner_max_num_threads: int | None = None,
-            **backend_kwargs: Any,
-        ) -> None:
-            super().__init__(
-                nesting_level=nesting_level, inner_max_num_threads=inner_max_num_threads, **backend_kwargs
-            )
-            self.pool = pool
-            self._callbacks = callbacks
-
-        def slots(self) -> int:
-            """Tasks the pool runs at once: ready nodes times each node's concurrency."""
-            return max(self.pool.current_nodes(), 1) * self.pool.worker.concurrency
-
-        def effective_n_jobs(self, n_jobs: int | None) -> int:
-            if n_jobs == 0:
-                raise ValueError("n_jobs == 0 in Parallel has no meaning")
-            if n_jobs is None:
-                n_jobs = self.default_n_jobs
-            if n_jobs < 0:
-                return max(self.slots() + 1 + n_jobs, 1)
-            return n_jobs
-
-        def configure(self, n_jobs: int | None = 1, parallel: Any = None, **backend_kwargs: Any) -> int:
-            self.parallel = parallel
-            effective = self.effective_n_jobs(n_jobs)
-            if effective == 1 and n_jobs != 1:
-                # joblib runs a call in the caller when this returns 1; only n_jobs=1 asks for that.
-                return 2
-            return effective
-
-        def submit(self, func: Any, callback: Callable[[Any], Any] | None = None) -> Future[Any]:
-            try:
-                future = self.pool.run_async(PendingFunction(joblib_batch, (func,), {}))
-            except Exception as exc:  # noqa: BLE001 - reported through the future, like a task's error
-                future = Future()
-                future.set_exception(exc)
-            if callback is not None:
-                future.add_done_callback(functools.partial(self._callbacks.deliver, callback))
-            return future
-
-        #: joblib before 1.5 calls `apply_async` (same contract) instead of `submit`.
-        apply_async = submit
-
-        def retrieve_result_callback(self, out: Future[Any]) -> Any:
-            return out.result()
-
-        def __repr__(self) -> str:
-            return f"<SkywardBackend {getattr(self.pool, 'name', self.pool)}>"
 
     SkywardBackend.__qualname__ = "SkywardBackend"
     return SkywardBackend
