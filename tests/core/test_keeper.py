@@ -12,7 +12,7 @@ from pathlib import Path
 
 from skyward.transport.keeper import MARK
 from skyward.transport.ssh_link import ack_frame, greeting
-from skyward.wire import Frame, FrameDecoder, Kind
+from skyward.wire import Frame, FrameDecoder, Kind, encode
 
 #: The stand-in worker: once `go` exists, 200 LOG frames of one line each, then one RESULT.
 WORKER = textwrap.dedent(
@@ -32,12 +32,12 @@ WORKER = textwrap.dedent(
 )
 
 
-def start_keeper(folder: Path, *, hold: int, grace: float = 60) -> subprocess.Popen[bytes]:
+def start_keeper(folder: Path, *, hold: int, grace: float = 60, worker: str = "") -> subprocess.Popen[bytes]:
     (folder / "worker.py").write_text(WORKER)
     command = [
         sys.executable, "-m", "skyward.transport.keeper", "start", "--socket", "worker-1.sock",
         "--pid-file", str(folder / "worker-1.pid"), "--keeper-pid-file", str(folder / "worker-1.keeper.pid"),
-        "--grace", str(grace), "--hold", str(hold), f"exec {sys.executable} worker.py",
+        "--grace", str(grace), "--hold", str(hold), worker or f"exec {sys.executable} worker.py",
     ]
     return subprocess.Popen(
         command, cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -131,9 +131,49 @@ def test_a_new_channel_gets_what_the_client_did_not_acknowledge(tmp_path: Path) 
 
 
 def _frames_bytes() -> list[bytes]:
-    from skyward.wire import encode
-
     parts = []
     for i in range(200):
         parts += encode(Kind.LOG, 0, ("stdout", f"line {i} " + "x" * 500 + "\n"))
     return parts + encode(Kind.RESULT, 7, "the answer")
+
+
+#: A stand-in worker that answers each frame it reads with a RESULT naming its size.
+ECHO = textwrap.dedent(
+    """
+    import os, sys
+    from skyward.wire import FrameDecoder, Kind, encode
+    out = sys.stdout.buffer
+    def answer(frame):
+        out.write(b"".join(bytes(p) for p in encode(Kind.RESULT, frame.id, len(frame.payload))))
+        out.flush()
+    decoder = FrameDecoder(answer)
+    while data := os.read(0, 65536):
+        decoder.feed(data)
+    """
+)
+
+
+def test_what_the_keeper_did_not_get_before_a_drop_is_sent_again_from_its_count(tmp_path: Path) -> None:
+    (tmp_path / "echo.py").write_text(ECHO)
+    first = start_keeper(tmp_path, hold=64 * 1024 * 1024, worker=f"exec {sys.executable} echo.py")
+    assert first.stdin is not None and first.stderr is not None
+    task = b"".join(bytes(p) for p in encode(Kind.TASK, 5, os.urandom(200_000)))
+    first.stdin.write(greeting(0) + task[:70_000])  # the link drops in the middle of the frame
+    first.stdin.flush()
+    worker = int(first.stderr.readline())
+    assert control_line(first, "resume") == "0"
+    first.stdin.close()
+    first.wait(10)
+
+    again = attach(tmp_path)
+    assert again.stdin is not None
+    again.stdin.write(greeting(0))
+    again.stdin.flush()
+    has = int(control_line(again, "resume"))
+    assert has == 70_000  # all that reached it before the drop, and no more
+    again.stdin.write(task[has:])
+    again.stdin.flush()
+    answers = [frame for frame in frames_until_result(again) if frame.kind is Kind.RESULT]
+    assert [(frame.id, frame.payload) for frame in answers] == [(5, 200_000)]
+    os.killpg(worker, 9)
+    again.wait(10)
