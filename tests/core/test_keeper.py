@@ -35,9 +35,21 @@ WORKER = textwrap.dedent(
 def start_keeper(folder: Path, *, hold: int, grace: float = 60, worker: str = "") -> subprocess.Popen[bytes]:
     (folder / "worker.py").write_text(WORKER)
     command = [
-        sys.executable, "-m", "skyward.transport.keeper", "start", "--socket", "worker-1.sock",
-        "--pid-file", str(folder / "worker-1.pid"), "--keeper-pid-file", str(folder / "worker-1.keeper.pid"),
-        "--grace", str(grace), "--hold", str(hold), worker or f"exec {sys.executable} worker.py",
+        sys.executable,
+        "-m",
+        "skyward.transport.keeper",
+        "start",
+        "--socket",
+        "worker-1.sock",
+        "--pid-file",
+        str(folder / "worker-1.pid"),
+        "--keeper-pid-file",
+        str(folder / "worker-1.keeper.pid"),
+        "--grace",
+        str(grace),
+        "--hold",
+        str(hold),
+        worker or f"exec {sys.executable} worker.py",
     ]
     return subprocess.Popen(
         command, cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE

@@ -42,8 +42,11 @@ class CuttableLink:
         import skyward as sky
 
         return sky.SSH(
-            hosts=[self.target], key_file=str(hosts.key_file), known_hosts=str(self.known_hosts),
-            python=sys.executable, **kwargs,
+            hosts=[self.target],
+            key_file=str(hosts.key_file),
+            known_hosts=str(self.known_hosts),
+            python=sys.executable,
+            **kwargs,
         )
 
     def _listen(self) -> None:

@@ -389,8 +389,10 @@ class Keeper:
                 start = self.pos - self.base
                 self.pos += os.write(att.out, memoryview(self.out)[start : start + READ])
             now = time.monotonic()
-            if att.greeted and self.rx != self.rx_told and (
-                self.rx - self.rx_told >= ACK_EVERY or now - self.told_at >= TICK
+            if (
+                att.greeted
+                and self.rx != self.rx_told
+                and (self.rx - self.rx_told >= ACK_EVERY or now - self.told_at >= TICK)
             ):
                 self._say(f"acked:{self.rx}")
                 self.rx_told, self.told_at = self.rx, now
@@ -446,8 +448,11 @@ def start(args: argparse.Namespace) -> int:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(args.socket)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(args.socket)  # relative to the node folder: a path there may be too long
-    os.chmod(args.socket, 0o600)
+    mask = os.umask(0o177)  # only this user may connect, from the moment the socket exists
+    try:
+        listener.bind(args.socket)  # relative to the node folder: a path there may be too long
+    finally:
+        os.umask(mask)
     listener.listen(4)
     hold_r, hold_w = os.pipe()
     if os.fork():
@@ -461,8 +466,11 @@ def start(args: argparse.Namespace) -> int:
     os.setsid()
     record_pid(args.keeper_pid_file, os.getpid())
     worker = subprocess.Popen(
-        ["/bin/sh", "-c", args.command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
+        ["/bin/sh", "-c", args.command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     record_pid(args.pid_file, worker.pid)
     os.write(2, f"{worker.pid}\n".encode())
