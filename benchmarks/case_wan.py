@@ -14,10 +14,13 @@ floor measured through the same proxy: one byte echoed by `cat` over a raw SSH e
 - a warm pool of 2 ready (the hosts already hold the environment and uv): `with sky.Compute(...)`
   entered, in RTTs, target <= 8 RTTs;
 - a cold pool of 2 ready on fresh hosts (`start_hosts(fresh=True)`: no uv, no environment, no
-  cache), beyond the install itself, target <= 15 RTTs. The install's own work (uv, the venv,
-  the wheels) does not depend on the link, so each run starts two cold pools on new fresh hosts,
-  one through the proxy with no delay (loopback) and one through it with the round trip, and the
-  figure is (t_wan - t_loopback) / RTT: the round trips the cold start waits on.
+  cache), beyond the install itself, target <= 15 RTTs. Each run starts two cold pools on new
+  fresh hosts, one through the proxy with no delay (loopback) and one with the round trip; from
+  each, the install's own work is taken out: the seconds of the bootstrap's install phases (`uv`,
+  `venv`, `apt`, `pip`, `skyward`, as the bootstrap reports them; a phase's start and end cross
+  the link alike) of the node whose phases took longest. The figure is the difference of the two,
+  (t_wan - t_loopback) / RTT: the round trips the start waits on, without what the machine's
+  load adds to both (the workers' start) or the installs' noise (seconds on a loaded machine).
 
 Default configuration throughout (`sky.Worker()`). `SKYWARD_BENCH_WAN_RTTS=50,150` (the default)
 picks the round trips in ms; the proxy's bandwidth cap (`WanProxy(rate_mbit=...)`) is not used by
@@ -128,33 +131,14 @@ def measure(config: Config) -> dict[str, list[float]]:
                 finally:
                     echo.close()
         for rtt_ms in rtts_ms():
-            rtt = rtt_ms / 1e3
             for _ in range(config.repeat):
+                rtt = rtt_ms / 1e3
                 loopback = cold_start(folder, 0.0)
                 runs[f"wan{rtt_ms}.cold_start"].append((cold_start(folder, rtt) - loopback) / rtt)
         return runs
     finally:
         hosts.stop()
         cloudpickle.unregister_pickle_by_value(bench_tasks)
-
-
-def cold_start(folder: Path, rtt: float) -> float:
-    """Seconds until a pool of 2 is ready on 2 new fresh hosts behind the proxy at `rtt`."""
-    from ssh_hosts import start_hosts
-    from wan_proxy import WanProxy
-
-    import skyward as sky
-
-    fresh = Path(tempfile.mkdtemp(prefix="cold-", dir=folder))
-    hosts = start_hosts(fresh, 2, fresh=True)
-    try:
-        with WanProxy([(s.address, s.port) for s in hosts.servers], delay=rtt / 2) as proxy:
-            view = proxied(hosts, proxy.ports, fresh)
-            began = time.perf_counter()
-            with sky.Compute(provider=provider(view), console=False, logging=False):
-                return time.perf_counter() - began
-    finally:
-        hosts.stop()
 
 
 def measure_pool(
@@ -186,3 +170,34 @@ def measure_pool(
         results = sky.gather(*(noop(i) for i in range(GATHER_ITEMS))) >> pool
         runs[f"{key}.gather"].append((time.perf_counter() - began) / rtt)
         assert list(results) == list(range(GATHER_ITEMS)), "gather returned the wrong results"
+
+
+def cold_start(folder: Path, rtt: float) -> float:
+    """Seconds until a pool of 2 is ready on 2 new fresh hosts behind the proxy at `rtt`, less the
+    longest node's install phases (the module's docstring)."""
+    from ssh_hosts import start_hosts
+    from wan_proxy import WanProxy
+
+    import skyward as sky
+    from skyward.bootstrap.environments import ENVIRONMENT_PHASES
+    from skyward.observe.events import BootstrapPhase
+
+    fresh = Path(tempfile.mkdtemp(prefix="cold-", dir=folder))
+    hosts = start_hosts(fresh, 2, fresh=True)
+    installs: dict[int, float] = {}
+
+    def count(event: Any) -> None:
+        if event.event == "completed" and event.phase in ("uv", *ENVIRONMENT_PHASES):
+            installs[event.node] = installs.get(event.node, 0.0) + event.seconds
+
+    try:
+        with WanProxy([(s.address, s.port) for s in hosts.servers], delay=rtt / 2) as proxy:
+            view = proxied(hosts, proxy.ports, fresh)
+            pool = sky.Compute(provider=provider(view), console=False, logging=False)
+            pool.on(BootstrapPhase, count)
+            began = time.perf_counter()
+            with pool:
+                elapsed = time.perf_counter() - began
+        return elapsed - max(installs.values(), default=0.0)
+    finally:
+        hosts.stop()
