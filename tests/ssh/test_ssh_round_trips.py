@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ssh_hosts import SSHHosts
+from ssh_hosts import SSHHosts, ssh_pool, wait_until, workers_of
 
 from skyward import fastpaths
 from skyward.transport import ssh_archive
@@ -154,3 +154,16 @@ def test_a_put_on_a_host_without_tar_goes_over_sftp(
     assert opened[0] == "channel" and "sftp" in opened
     assert (server.home / "untarred" / "tree" / "a.txt").read_text() == "a"
     shutil.rmtree(server.home / "untarred")
+
+
+def test_a_worker_started_while_its_guardian_failed_is_not_left_running(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker's channel opens while the guardian's start ends (not after it): a node whose
+    # guardian fails after all still is not used, and the worker started meanwhile is killed.
+    import skyward.guardian as guardian_module
+
+    monkeypatch.setattr(guardian_module, "start_command", lambda *a, **k: "cat >/dev/null; echo nope")
+    with pytest.raises(Exception, match="guardian could not start"), ssh_pool(ssh_hosts, servers=[0]):
+        pass
+    assert wait_until(lambda: not workers_of(ssh_hosts.servers[0].home), timeout=10)
