@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import hashlib
 import json
 import posixpath
 import secrets
@@ -138,13 +137,9 @@ async def relay(blob: Blob, hops: list[Hop], python: str) -> tuple[set[str], asy
     key = asyncssh.generate_private_key("ssh-ed25519")
     mark = secrets.token_hex(8)
     public = key.export_public_key().decode().strip()
-    digest = hashlib.blake2b()
-    for part in blob.parts:
-        digest.update(part)
     header = {
         "key": blob.key.hex(),
         "size": sum(memoryview(p).nbytes for p in blob.parts),
-        "digest": digest.hexdigest(),
         "private_key": key.export_private_key().decode(),
     }
     # The first node's relay starts (its Python, its imports) while the others let the key in.
