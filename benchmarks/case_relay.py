@@ -106,8 +106,11 @@ def measure(config: Config) -> dict[str, list[float]]:
                         relay.RELAY_MIN = saved
                     runs["relay.no_relay"].append(every)
                     runs["relay.no_relay_ratio"].append(every / one)
-                    print(f"relay: one copy {one:.2f} s, broadcast {both:.2f} s ({both / one:.2f}x), "
-                          f"without relay {every:.2f} s ({every / one:.2f}x)", flush=True)
+                    print(
+                        f"relay: one copy {one:.2f} s, broadcast {both:.2f} s ({both / one:.2f}x), "
+                        f"without relay {every:.2f} s ({every / one:.2f}x)",
+                        flush=True,
+                    )
         return runs
     finally:
         relay.peer_address = original

@@ -8,15 +8,17 @@ the argument by the client, and the nodes after it are served by a node that hol
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from ssh_hosts import SSHHosts, hosts_running, ssh_pool
+from ssh_hosts import SSHHosts, cmdline, hosts_running, processes_of, ssh_pool, wait_until
 
 import skyward as sky
 from skyward.client.relay import RELAY_MIN
@@ -105,3 +107,24 @@ def test_a_node_whose_relay_fails_is_served_by_the_client_and_the_rest_by_a_node
     assert [d for d, _ in answers] == [hashlib.blake2b(data.tobytes()).hexdigest()] * NODES
     came = [(s.sent - b.sent, s.adopted - b.adopted) for (_, s), b in zip(answers, before, strict=True)]
     assert came == [(0, 1), (1, 0), (0, 1), (0, 1)]  # node 1 from the client, 2 and 3 from node 0
+
+
+def test_a_node_killed_mid_relay_is_served_by_the_client_and_the_nodes_after_it_by_a_node(
+    pool: sky.Pool, four_hosts: SSHHosts
+) -> None:
+    folders = node_folder() @ pool
+    partial = Path(folders[1]) / ".skyward-blobs"
+    before = [s for _, s in digest(np.zeros(1)) @ pool]
+    data = np.random.default_rng(5).integers(0, 255, 8 * RELAY_MIN, dtype=np.uint8)
+    with concurrent.futures.ThreadPoolExecutor(1) as running:
+        answered = running.submit(lambda: digest(data) @ pool)
+        # Node 1's relay has written part of the argument, and forwarded it to node 2: end it there.
+        assert wait_until(lambda: any(p.stat().st_size > 0 for p in partial.glob("*.part")), timeout=60)
+        relays = [pid for pid in processes_of(four_hosts.servers[1].home) if "blob_relay" in cmdline(pid)]
+        for pid in relays:
+            os.kill(pid, signal.SIGKILL)
+        answers = answered.result(timeout=240)
+    assert relays
+    assert [d for d, _ in answers] == [hashlib.blake2b(data.tobytes()).hexdigest()] * NODES
+    came = [(s.sent - b.sent, s.adopted - b.adopted) for (_, s), b in zip(answers, before, strict=True)]
+    assert came == [(0, 1), (1, 0), (0, 1), (0, 1)]
