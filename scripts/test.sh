@@ -21,4 +21,9 @@ if ! command -v tmux >/dev/null 2>&1; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y tmux
 fi
 bash scripts/install.sh -r requirements-test.txt
-python3 -m pytest tests "$@"
+# Parallel, one process per pytest-xdist worker (tests/conftest.py isolates each: its own
+# $SKYWARD_HOME, loopback addresses, sshd hosts, moto server, tmp folders). Most tests wait on sshd,
+# guardians and worker start-up rather than compute, so more workers than cores pays; worksteal
+# evens out the long modules. SKYWARD_TEST_WORKERS=0 runs everything in this one process.
+workers="${SKYWARD_TEST_WORKERS:-4}"
+python3 -m pytest tests -n "$workers" --dist worksteal --durations=25 "$@"

@@ -2,6 +2,11 @@
 
 Test modules are not importable on a worker (a node's venv, a host's home folder), so each one is
 shipped by value, as a user's script is: a `@sky.function` defined in a test travels whole.
+
+The suite runs in parallel (pytest-xdist, scripts/test.sh). Each xdist worker is a process of its
+own with its own `$SKYWARD_HOME` (set here, before any test runs), its own loopback /16 for SSH
+hosts and fake machines (tests/ssh/ssh_hosts.py `loopback`), and its own session fixtures (moto,
+sshd hosts) and tmp folders, so no two workers share a port, a file or a pool key.
 """
 
 from __future__ import annotations
@@ -15,6 +20,18 @@ from pathlib import Path
 
 import cloudpickle
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker's own `$SKYWARD_HOME`: pool keys, logs, the server's folder and the wheels
+    cache are per user, and two workers sharing one would see each other's pools and race on the
+    cache. It lives beside the user's (not in a tmp folder), so its wheels are built once per
+    worker and machine, not once per run."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return
+    base = os.environ.get("SKYWARD_HOME") or str(Path("~/.skyward").expanduser())
+    os.environ["SKYWARD_HOME"] = f"{base}-test-{worker}"
 
 
 @pytest.fixture(autouse=True, scope="module")

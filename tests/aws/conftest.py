@@ -4,8 +4,9 @@
   credentials (set here, restored after; no test reaches anything but loopback).
 - `proxy`: a small HTTP proxy in front of moto that can refuse spot launches with EC2's own
   `InsufficientInstanceCapacity` error (moto never runs out of capacity); everything else passes.
-- `network`: a VPC 127.0.0.0/16 and a subnet 127.0.N.0/24; moto gives instances launched there
-  private addresses from that range in order, and all of 127/8 is this machine.
+- `network`: a VPC 127.W.0.0/16 and a subnet 127.W.N.0/24 (W: this xdist worker's octet, see
+  ssh_hosts.loopback); moto gives instances launched there private addresses from that range in
+  order, and all of 127/8 is this machine.
 - `machines`: watches moto like a hypervisor would. For each running instance of the subnet it
   reads the instance's real user data (the cloud-config the provider sent), and starts an OpenSSH
   server at the instance's private address answering with the host key found there and letting in
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
 from aws_cloud import FaultProxy, Machines, Network, proxy_handler  # noqa: E402
 from fake_imds import FakeIMDS  # noqa: E402
 from moto_support import moto_server
-from ssh_hosts import free_port, workers_of  # noqa: E402
+from ssh_hosts import free_port, loopback, workers_of  # noqa: E402
 
 #: Fake credentials; the secret is looked for in logs and events (it must never be there).
 CREDENTIALS = {
@@ -105,8 +106,9 @@ def ec2(moto_url: str) -> Any:
 
 @pytest.fixture(scope="session")
 def network(ec2: Any) -> Network:
-    vpc = ec2.create_vpc(CidrBlock="127.0.0.0/16")["Vpc"]["VpcId"]
-    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=f"127.0.{SUBNET_OCTET}.0/24")["Subnet"]["SubnetId"]
+    vpc = ec2.create_vpc(CidrBlock=f"{loopback(0, 1)[:-1]}0/16")["Vpc"]["VpcId"]
+    subnet_block = f"{loopback(SUBNET_OCTET, 1)[:-1]}0/24"
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=subnet_block)["Subnet"]["SubnetId"]
     images = ec2.describe_images(Owners=["amazon"], Filters=[
         {"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["ubuntu/*"]},
     ])["Images"]

@@ -84,7 +84,11 @@ def test_only_the_bytecode_whose_source_the_venv_holds_is_unpacked(tmp_path: Pat
     assert not (site / "absent").exists()  # it would import as an empty namespace package
 
 
-@pytest.mark.parametrize("bundle", [b"not a tar", tar_of(["absent/__pycache__/x.cpython-311.pyc"])])
+@pytest.mark.parametrize(
+    "bundle",
+    [b"not a tar", tar_of(["absent/__pycache__/x.cpython-311.pyc"])],
+    ids=["not-a-tar", "nothing-present"],  # the tar's bytes hold its time: an id that changes between workers
+)
 def test_a_bundle_that_does_not_unpack_only_says_so(tmp_path: Path, bundle: bytes) -> None:
     result, site = unpack(tmp_path, bundle)
     assert result.returncode == 0, result.stderr

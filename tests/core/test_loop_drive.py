@@ -12,9 +12,16 @@ from collections.abc import Iterator
 
 import pytest
 
+from skyward import fastpaths
 from skyward.client import interrupts
 from skyward.client import loop as loop_module
 from skyward.client.loop import LoopThread
+
+
+@pytest.fixture(autouse=True)
+def fast_paths_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are the asyncio-drive fast path's own tests: they run it whatever the switch says."""
+    monkeypatch.delenv(fastpaths.SWITCH, raising=False)
 
 
 @pytest.fixture
@@ -110,14 +117,14 @@ def test_a_callback_from_another_thread_ends_a_park_at_once(
 
 def test_a_timer_fires_during_a_park(loop_thread: LoopThread, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loop_module, "PARK", 60.0)
-    answers = Answers(loop_thread)
-    answers.answer_later(0.0)
     fired = threading.Event()
 
     def arm_then_answer() -> None:
         asyncio.get_running_loop().call_later(0.2, fired.set)
 
-    answers.on_read = arm_then_answer
+    # The reader arms the timer before the answer is sent: an answer read before then would arm none.
+    answers = Answers(loop_thread, on_read=arm_then_answer)
+    answers.answer_later(0.05)
     assert loop_thread.drive(answers.got.is_set)
     assert fired.wait(30), "the parked loop thread slept through its timer"
     answers.close()

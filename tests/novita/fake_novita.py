@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import attrs
 from aiohttp import web
 from cloud_fakes import FakeCloud, Invalid, expect, expect_fields
-from ssh_hosts import free_port
+from ssh_hosts import free_port, loopback
 
 PREFIX = "/gpu-instance/openapi/v1"
 #: Novita's products as `GET /products` lists them (prices per GPU per hour, in 1/100000 USD).
@@ -154,7 +154,7 @@ class FakeNovita(FakeCloud):
     def _boot(self, body: dict[str, Any], product: dict[str, Any]) -> str:
         instance_id = uuid.uuid4().hex[:16]
         env = {e["key"]: e["value"] for e in body.get("envs", [])}
-        address = f"127.0.4.{next(_addresses)}"
+        address = loopback(4, next(_addresses))
         row: dict[str, Any] = {
             "id": instance_id, "name": body.get("name", ""), "status": "running",
             "imageUrl": body["imageUrl"],

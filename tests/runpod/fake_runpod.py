@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import attrs
 from aiohttp import web
 from cloud_fakes import FakeCloud, Invalid, expect, expect_fields
-from ssh_hosts import free_port
+from ssh_hosts import free_port, loopback
 
 #: RunPod's GPU types as GraphQL `gpuTypes` lists them (prices per GPU per hour).
 GPU_TYPES: list[dict[str, Any]] = [
@@ -230,7 +230,7 @@ class FakeRunPod(FakeCloud):
             pod["desiredStatus"] = "EXITED"  # the start command found no keys and the container exited
             return pod
         host_key = self.impostor_key or base64.b64decode(host_key_b64).decode()
-        address = f"127.0.1.{next(_addresses)}"
+        address = loopback(1, next(_addresses))
         server = self.boot_machine(pod_id, address, free_port(address), host_key, login_key)
         # The start command keeps the pod's own key in the login's home (`pods.IDENTITY_FILE`); the
         # fake's pods use the account's key, the only one it knows.

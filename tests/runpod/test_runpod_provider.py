@@ -7,6 +7,7 @@ from typing import Any
 
 from fake_runpod import FakeRunPod
 from runpod_support import runpod
+from ssh_hosts import loopback
 
 import skyward as sky
 from skyward.providers.base import Instance
@@ -39,7 +40,7 @@ def test_interruptible_without_capacity_falls_back_to_on_demand(runpod_api: Fake
     assert [body["interruptible"] for body in runpod_api.creates] == [True, False]
     assert instance.spot is False
     assert instance.hourly_rate == 0.69  # secure cloud, on demand
-    assert instance.public_ip.startswith("127.0.1.") and instance.ssh_port > 0
+    assert instance.public_ip.startswith(loopback(1, 1)[:-1]) and instance.ssh_port > 0
 
 
 def test_a_pod_request_carries_keys_ssh_port_pool_name_and_the_start_command(runpod_api: FakeRunPod) -> None:

@@ -1,9 +1,10 @@
 """Real OpenSSH servers on loopback for the SSH tests: each one a separate "host".
 
 Each server listens on its own loopback address (127.0.0.2, 127.0.0.3, ...: all of 127/8 is
-local on Linux) and free port, with its own generated host key, its own home folder (`SetEnv
-HOME=...`, so each host has its own `~`), key-only login for this user, and its config, pid file and
-log in a temporary folder. A known_hosts file lists every server's key.
+local on Linux; each pytest-xdist worker takes a /16 of its own, see `loopback`) and free port,
+with its own generated host key, its own home folder (`SetEnv HOME=...`, so each host has its own
+`~`), key-only login for this user, and its config, pid file and log in a temporary folder. A
+known_hosts file lists every server's key.
 """
 
 from __future__ import annotations
@@ -23,6 +24,25 @@ from typing import Any
 
 import asyncssh
 import attrs
+
+
+def _worker_index() -> int:
+    """1 + this pytest-xdist worker's number (gw3 -> 4); 0 outside xdist, so a run outside xdist
+    on the same machine keeps clear of every worker's addresses."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(name[2:]) + 1 if name.startswith("gw") else 0
+
+
+#: The second octet of every loopback address this process's hosts and fake machines take: each
+#: xdist worker has a /16 of 127/8 to itself, so two workers never race for one address and port.
+WORKER_OCTET = _worker_index()
+
+
+def loopback(block: int, host: int) -> str:
+    """Loopback address `host` of `block` (127.W.block.host), inside this worker's own /16."""
+    if not (0 <= block <= 255 and 1 <= host <= 254):
+        raise ValueError(f"loopback address 127.{WORKER_OCTET}.{block}.{host} is out of range")
+    return f"127.{WORKER_OCTET}.{block}.{host}"
 
 
 def find_sshd() -> str | None:
@@ -254,7 +274,7 @@ def start_hosts(
     env = {**_host_env(fresh=fresh), **(env or {})}
     servers = []
     for i in range(count):
-        address = f"127.0.0.{i + 2}"
+        address = loopback(0, i + 2)
         host_folder = folder / f"host{i}"
         home = _make_home(host_folder, fresh=fresh)
         host_key = asyncssh.generate_private_key("ssh-ed25519")

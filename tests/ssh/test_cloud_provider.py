@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import pytest
 import yaml
-from ssh_hosts import SSHServer, free_port, start_machine, workers_of
+from ssh_hosts import SSHServer, free_port, loopback, start_machine, workers_of
 
 import skyward as sky
 from skyward.errors import CapacityError, HostKeyError, ProvisionError
@@ -80,7 +80,7 @@ class ToyProvider(CloudProvider):
             if node == self.cloud.fail_at_node:
                 raise ProvisionError(f"the toy cloud refused node {node}")
             machine_id = f"{cluster.id}-m{node}"
-            address = f"127.0.3.{next(_addresses)}"
+            address = loopback(3, next(_addresses))
             host_key = self.cloud.impostor_key or self.access.host_key
             boot = functools.partial(
                 start_machine, self.cloud.folder / machine_id, address, free_port(address), host_key,

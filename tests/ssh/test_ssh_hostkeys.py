@@ -11,7 +11,7 @@ from typing import Any
 import asyncssh
 import attrs
 import pytest
-from ssh_hosts import SSHHosts, free_port, ssh_pool, ssh_provider, write_key
+from ssh_hosts import SSHHosts, free_port, loopback, ssh_pool, ssh_provider, write_key
 
 import skyward as sky
 from skyward.providers.base import Cluster, Instance, Provider
@@ -82,11 +82,12 @@ def test_a_key_the_host_does_not_accept_says_so(ssh_hosts: SSHHosts, tmp_path: P
 
 
 def test_an_unreachable_host_fails_the_pool_naming_it(ssh_hosts: SSHHosts) -> None:
-    port = free_port("127.0.0.9")
-    provider = sky.SSH(hosts=[f"127.0.0.9:{port}"], key_file=str(ssh_hosts.key_file),
+    address = loopback(0, 9)
+    port = free_port(address)
+    provider = sky.SSH(hosts=[f"{address}:{port}"], key_file=str(ssh_hosts.key_file),
                        known_hosts=str(ssh_hosts.known_hosts))
     compute = ssh_pool(ssh_hosts, provider=provider, ssh_timeout=1)
-    with pytest.raises(ConnectionError, match=f"127.0.0.9:{port}"):
+    with pytest.raises(ConnectionError, match=f"{address}:{port}"):
         compute.start()
 
 

@@ -34,7 +34,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import asyncssh
 import attrs
-from ssh_hosts import SSHServer, free_port, start_machine
+from ssh_hosts import SSHServer, free_port, loopback, start_machine
 
 
 def offer(id: int, machine: int, gpu: str = "RTX 4090", *, gpus: int = 1, price: float = 0.40,
@@ -142,7 +142,7 @@ class FakeVast:
             self._next_id += 1
             row = next(o for o in self.offers if o["id"] == offer_id)
             request = {"label": label} if label is not None else {}
-            instance = FakeInstance(self._next_id, row, request, "127.0.2.250", 22, status=status)
+            instance = FakeInstance(self._next_id, row, request, loopback(2, 250), 22, status=status)
             self.instances[instance.id] = instance
         return instance
 
@@ -206,7 +206,7 @@ class FakeVast:
                     "msg": f"Instance type {offer_id} is no longer available.",
                 }
             self._next_id += 1
-            address = f"127.0.2.{self._next_address}"
+            address = loopback(2, self._next_address)
             self._next_address += 1
             instance = FakeInstance(self._next_id, row, body, address, free_port(address))
             self.instances[instance.id] = instance

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import attrs
 from aiohttp import web
 from cloud_fakes import FakeCloud, Invalid, expect, expect_fields
-from ssh_hosts import free_port
+from ssh_hosts import free_port, loopback
 
 
 def _type(name: str, model: str, title: str, gpus: int, gpu_gb: int, vcpus: int, ram: int,
@@ -249,7 +249,7 @@ class FakeVerda(FakeCloud):
 
     def _boot(self, body: dict[str, Any], kind: dict[str, Any]) -> str:
         instance_id = str(uuid.uuid4())
-        address = f"127.0.3.{next(_addresses)}"
+        address = loopback(3, next(_addresses))
         spot = bool(body.get("is_spot"))
         self.instances[instance_id] = {
             "id": instance_id, "instance_type": body["instance_type"], "hostname": body["hostname"],
