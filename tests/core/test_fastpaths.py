@@ -34,17 +34,29 @@ def fast_paths_off(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_fast_paths_are_on_unless_the_switch_says_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(fastpaths.SWITCH, raising=False)
-    assert fastpaths.enabled()
+    assert fastpaths.enabled(asyncio_drive.NAME)
     monkeypatch.setenv(fastpaths.SWITCH, "OFF")
-    assert not fastpaths.enabled()
+    assert not fastpaths.enabled(asyncio_drive.NAME)
     monkeypatch.setenv(fastpaths.SWITCH, "on")
-    assert fastpaths.enabled()
+    assert fastpaths.enabled(asyncio_drive.NAME)
+
+
+def test_the_switch_may_turn_off_named_fast_paths_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fastpaths.SWITCH, f"off:{asyncssh_send.NAME}")
+    assert not fastpaths.enabled(asyncssh_send.NAME)
+    assert fastpaths.enabled(asyncio_drive.NAME)
 
 
 def test_a_switch_value_neither_on_nor_off_is_refused_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(fastpaths.SWITCH, "fast")
     with pytest.raises(ConfigurationError, match="SKYWARD_FAST_PATHS=off"):
-        fastpaths.enabled()
+        fastpaths.enabled(asyncio_drive.NAME)
+
+
+def test_a_switch_naming_no_fast_path_is_refused_with_the_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fastpaths.SWITCH, "off:asyncio-driv")
+    with pytest.raises(ConfigurationError, match=f"asyncio-driv; they are: .*{asyncio_drive.NAME}"):
+        fastpaths.enabled(asyncio_drive.NAME)
 
 
 def test_every_listed_fast_path_names_the_module_that_detects_it() -> None:

@@ -41,7 +41,7 @@ ATTRIBUTES = ("init_process_group", "destroy_process_group", "is_initialized", "
 
 def detect(dist: Any) -> bool:
     """Whether `dist` (``torch.distributed``) has all the wrappers use, with fast paths on."""
-    if not fastpaths.enabled():
+    if not fastpaths.enabled(NAME):
         return False
     world = hasattr(getattr(dist, "GroupMember", None), "WORLD")
     return world and all(callable(getattr(dist, name, None)) for name in ATTRIBUTES)

@@ -77,7 +77,7 @@ class LoopInternals:
 def detect(loop: Any) -> LoopInternals | None:
     """The internals of `loop` a caller needs to drive it; None where any is missing or fast paths
     are off (`SKYWARD_FAST_PATHS`): the loop is then only used through public asyncio."""
-    if not fastpaths.enabled():
+    if not fastpaths.enabled(NAME):
         return None
     missing = [name for name in LOOP_ATTRIBUTES if not hasattr(loop, name)]
     missing += [f"asyncio.events.{name}" for name in EVENTS_ATTRIBUTES if not hasattr(asyncio.events, name)]

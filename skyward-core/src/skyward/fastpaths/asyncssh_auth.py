@@ -68,7 +68,7 @@ def _handler() -> type | None:
 def detect(conn: Any) -> bool:
     """Whether `conn` may skip the `none` request and the key query: fast paths on, and asyncssh's
     internals as expected (the connection's `_auth_methods` list, the public key handler)."""
-    if not fastpaths.enabled():
+    if not fastpaths.enabled(NAME):
         return False
     if not isinstance(getattr(conn, "_auth_methods", None), list) or _handler() is None:
         log.info("fast path not used", fast_path=NAME, missing="asyncssh auth internals")

@@ -52,7 +52,7 @@ def send_packet_fits(cls: type) -> bool:
 def detect(conn: Any) -> bool:
     """Whether `conn`'s IGNORE padding may be dropped: fast paths on, a cipher that needs none, and
     a `send_packet` the wrapper fits."""
-    if not fastpaths.enabled():
+    if not fastpaths.enabled(NAME):
         return False
     cipher = str(conn.get_extra_info("send_cipher") or "")
     if not any(kind in cipher for kind in UNPADDED_CIPHERS):
