@@ -18,13 +18,18 @@ from typing import Any
 
 import structlog
 
-from skyward.errors import CapacityError, ProvisionError
-from skyward.providers.rest import JsonApi
+from skyward.errors import ProvisionError
+from skyward.providers.rest import ApiErrors, Gone, JsonApi
 from skyward_novita.account import API_KEY_VARIABLE
 
 LOGGER = "skyward.novita"
-CAPACITY_PHRASES = (
-    "insufficient", "not enough", "no available", "out of stock", "sold out", "no resource", "unavailable",
+ERRORS = ApiErrors(
+    cloud="Novita",
+    credentials=f"check {API_KEY_VARIABLE} (or Novita(api_key=...))",
+    capacity_phrases=(
+        "insufficient", "not enough", "no available", "out of stock", "sold out", "no resource",
+        "unavailable",
+    ),
 )
 #: Instance statuses after which the container is gone (or going) and bills no more.
 GONE_STATUSES = ("removed", "removing", "toRemove")
@@ -33,42 +38,26 @@ FAILED_STATUSES = ("exited", "failed", "error")
 PAGE_SIZE = 100
 
 
-class Gone(ProvisionError):
-    """The instance asked about does not exist (any more)."""
+#: Gone is core's: the names the provider imports from here.
+__all__ = ["FAILED_STATUSES", "LOGGER", "Gone", "NovitaAPI", "gone"]
 
 
 class NovitaAPI(JsonApi):
     """One API key and its HTTP session; `close()` when done."""
 
-    cloud = "Novita"
+    errors = ERRORS
 
     def __init__(self, api_key: str, url: str) -> None:
         super().__init__(url, {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"})
 
-    async def _call(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
-        status, body = await self.send(method, self.url + path, what, **kwargs)
-        if status < 400:
-            return body
-        message = _message(body) or f"HTTP {status}"
-        if status in (401, 403):
-            raise ProvisionError(
-                f"Novita refused the API key ({status}: {message}) when asked to {what}: check "
-                f"{API_KEY_VARIABLE} (or Novita(api_key=...))"
-            )
-        if status == 404 or "not found" in message.lower() or "not exist" in message.lower():
-            raise Gone(f"Novita: could not {what}: {message}")
-        if any(phrase in message.lower() for phrase in CAPACITY_PHRASES):
-            raise CapacityError(f"Novita has no capacity to {what}: {message}")
-        raise ProvisionError(f"Novita could not {what} ({status}): {message}")
-
     async def products(self, gpus: int, spot: bool) -> list[dict[str, Any]]:
         params = {"gpuNum": str(gpus), "billingMethod": "spot" if spot else "onDemand"}
-        body = await self._call("GET", "/products", "list GPU products", params=params)
+        body = await self.call("GET", "/products", "list GPU products", params=params)
         rows = body.get("data") if isinstance(body, dict) else None
         return [row for row in rows or [] if isinstance(row, dict)]
 
     async def create(self, request: dict[str, Any]) -> str:
-        body = await self._call("POST", "/gpu/instance/create", "create an instance", json=request)
+        body = await self.call("POST", "/gpu/instance/create", "create an instance", json=request)
         if not isinstance(body, dict) or not body.get("id"):
             raise ProvisionError(f"Novita answered an instance creation without an id: {body!r}")
         structlog.get_logger(LOGGER).info(
@@ -78,11 +67,8 @@ class NovitaAPI(JsonApi):
         return str(body["id"])
 
     async def instance(self, instance_id: str) -> dict[str, Any] | None:
-        try:
-            body = await self._call("GET", "/gpu/instance", f"read instance {instance_id}",
-                                    params={"instanceId": instance_id})
-        except Gone:
-            return None
+        body = await self.call("GET", "/gpu/instance", f"read instance {instance_id}",
+                               params={"instanceId": instance_id}, gone_ok=True)
         return body if isinstance(body, dict) and body.get("id") else None
 
     async def instances(self) -> list[dict[str, Any]]:
@@ -90,7 +76,7 @@ class NovitaAPI(JsonApi):
         found: list[dict[str, Any]] = []
         page = 1
         while True:
-            body = await self._call("GET", "/gpu/instances", "list instances",
+            body = await self.call("GET", "/gpu/instances", "list instances",
                                     params={"pageSize": str(PAGE_SIZE), "pageNumber": str(page)})
             rows = (body.get("instances") or body.get("data") or []) if isinstance(body, dict) else []
             found += [row for row in rows if isinstance(row, dict)]
@@ -101,21 +87,10 @@ class NovitaAPI(JsonApi):
 
     async def delete(self, instance_id: str) -> None:
         """`POST /gpu/instance/delete`; one already gone is not an error."""
-        try:
-            await self._call("POST", "/gpu/instance/delete", f"delete instance {instance_id}",
-                             json={"instanceId": instance_id})
-        except Gone:
-            return
+        await self.call("POST", "/gpu/instance/delete", f"delete instance {instance_id}",
+                        json={"instanceId": instance_id}, gone_ok=True)
 
 
 def gone(row: dict[str, Any] | None) -> bool:
     return row is None or str(row.get("status") or "") in GONE_STATUSES
 
-
-def _message(body: Any) -> str:
-    if isinstance(body, dict):
-        for field in ("message", "reason", "error", "msg"):
-            if body.get(field):
-                return str(body[field])
-        return ""
-    return str(body or "")[:300]

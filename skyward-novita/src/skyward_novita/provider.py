@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.errors import CapacityError, ProvisionError
+from skyward.errors import ProvisionError
 from skyward.guardian.boot import packed
 from skyward.providers.base import Cluster, Instance
-from skyward.providers.cloud import CloudProvider
 from skyward.providers.naming import of_pool
+from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
 from skyward_novita.account import resolve_api_key
-from skyward_novita.api import FAILED_STATUSES, LOGGER, Gone, NovitaAPI, gone
+from skyward_novita.api import FAILED_STATUSES, LOGGER, NovitaAPI, gone
 from skyward_novita.catalog import Offer
 from skyward_novita.machine import (
     chunks,
@@ -43,13 +43,12 @@ if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_novita.config import Novita
 
-#: How long `destroy` waits for Novita to stop listing a deleted instance before it says so.
-CONFIRM_TIMEOUT = 90.0
-DELETE_ATTEMPTS = 4
 
 
-class NovitaProvider(CloudProvider):
+class NovitaProvider(RentedCloud):
     name = "novita"
+    cloud = "Novita"
+    console = "the Novita console"
     #: A parked pool is adopted as it is: nothing of a pool is kept on the provider but its API.
     lingers = True
     #: Never used: every guarded node ends itself through the API (`end_machine_command`).
@@ -61,7 +60,6 @@ class NovitaProvider(CloudProvider):
         self.api_key = resolve_api_key(config.api_key)
         self.api = NovitaAPI(self.api_key, config.url)
         self._log = structlog.get_logger(LOGGER)
-        self.poll_interval = 2.0
 
     def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
         return end_command(self.config.url, instance_name(cluster.id, instance.node), instance.id)
@@ -77,26 +75,19 @@ class NovitaProvider(CloudProvider):
                        image=self.config.docker_image)
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id))
 
-    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
-        return await self.launch_together(
-            cluster, nodes,
-            lambda n: self.retry_capacity(lambda: self._create(cluster, n), f"Novita instance for node {n}"),
-        )
+    async def offers_for(self, cluster: Cluster, node: int) -> list[Offer]:
+        """The products Novita can start now, in the order the allocation says."""
+        return await offers(self.api, cluster.spec)
 
-    async def _create(self, cluster: Cluster, node: int) -> Instance:
-        """Try each offer Novita can start now; only "no capacity" moves on to the next one."""
+    def refused(self, tried: list[str]) -> str:
+        return "; ".join(tried) or "no product free"
 
-        async def create(offer: Offer) -> Instance:
-            instance_id = await self.api.create(self._request(cluster, node, offer))
-            return Instance(
-                id=instance_id, node=node, ssh_user=self.config.ssh_user, hourly_rate=offer.price,
-                on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=str(offer),
-                vcpus=offer.vcpus, memory_gb=offer.memory_gb,
-            )
-
-        return await self.first_created(
-            node, await offers(self.api, cluster.spec), create, cloud="Novita",
-            refused=lambda tried: "; ".join(tried) or "no product free",
+    async def create_on(self, cluster: Cluster, node: int, offer: Offer) -> Instance:
+        instance_id = await self.api.create(self._request(cluster, node, offer))
+        return Instance(
+            id=instance_id, node=node, ssh_user=self.config.ssh_user, hourly_rate=offer.price,
+            on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=str(offer),
+            vcpus=offer.vcpus, memory_gb=offer.memory_gb,
         )
 
     def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, Any]:
@@ -142,31 +133,11 @@ class NovitaProvider(CloudProvider):
                 ready.append(attrs.evolve(instance, public_ip=host, private_ip=host, ssh_port=port))
         return ready
 
-    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
-        """Delete every instance (a failed call is retried), then wait until none is listed."""
-        await asyncio.gather(*(self._delete(i) for i in instances))
-        await self.confirm_gone(
-            instances, self._gone, cloud="Novita", timeout=CONFIRM_TIMEOUT, interval=self.poll_interval
-        )
-        for instance in instances:
-            self._log.info("skyward.novita_instance_deleted", instance=instance.id, node=instance.node)
+    async def delete_machines(self, cluster: Cluster, instances: list[Instance]) -> None:
+        await asyncio.gather(*(self.api.delete(i.id) for i in instances))
 
-    async def _gone(self, instance: Instance) -> bool:
+    async def machine_gone(self, instance: Instance) -> bool:
         return gone(await self.api.instance(instance.id))
-
-    async def _delete(self, instance: Instance) -> None:
-        for attempt in range(DELETE_ATTEMPTS):
-            try:
-                await self.api.delete(instance.id)
-                return
-            except (ProvisionError, CapacityError) as exc:
-                if isinstance(exc, Gone) or attempt == DELETE_ATTEMPTS - 1:
-                    raise ProvisionError(
-                        f"Novita: could not delete {instance.id}: {exc}; delete it in the Novita console "
-                        "to stop billing"
-                    ) from exc
-                self._log.info("skyward.novita_delete_retry", instance=instance.id, error=str(exc))
-                await asyncio.sleep(self.poll_interval * (attempt + 1))
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """Instances named for this pool that Novita still lists (a creation whose answer was lost)."""

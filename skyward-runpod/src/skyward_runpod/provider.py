@@ -19,13 +19,14 @@ import attrs
 import structlog
 
 from skyward.errors import ProvisionError
+from skyward.market.rental import whole_gpus
 from skyward.providers.base import Cluster, Instance
-from skyward.providers.cloud import CloudProvider
 from skyward.providers.naming import of_pool
+from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
 from skyward_runpod.account import resolve_api_key
 from skyward_runpod.api import LOGGER, RunPodAPI
-from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers, whole_gpus
+from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers
 from skyward_runpod.pods import (
     cost_per_hour,
     end_command,
@@ -42,8 +43,10 @@ if TYPE_CHECKING:
     from skyward_runpod.config import RunPod
 
 
-class RunPodProvider(CloudProvider):
+class RunPodProvider(RentedCloud):
     name = "runpod"
+    cloud = "RunPod"
+    console = "the RunPod console"
     #: Inside the pod's container (not an SSH login, which lacks the variable); a guarded node runs
     #: `end_machine_command`, which names the pod explicitly.
     shutdown_command = 'runpodctl remove pod "$RUNPOD_POD_ID"'
@@ -88,37 +91,29 @@ class RunPodProvider(CloudProvider):
             offers = plan_offers((), 0, self.config.clouds, spec.allocation)
             await self.api.list_pods()  # proves the key before anything is created
         else:
-            count = whole_gpus(spec.accelerator.count)
+            count = whole_gpus(spec.accelerator.count, "RunPod")
             types = match_gpu_types(spec.accelerator, await gpu_types(self.api), count)
             offers = plan_offers(types, count, self.config.clouds, spec.allocation, spec.max_hourly_cost)
         return offers
 
     # -- launch --------------------------------------------------------------------------------------
 
-    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
-        """One pod per node, created together; if any cannot be, the others are deleted again."""
-        return await self.launch_together(
-            cluster, nodes,
-            lambda n: self.retry_capacity(lambda: self._create(cluster, n), f"RunPod pod for node {n}"),
-        )
+    async def offers_for(self, cluster: Cluster, node: int) -> tuple[Offer, ...]:
+        """The offers planned at prepare (`RentedCloud.launch` tries them in turn)."""
+        offers: tuple[Offer, ...] = cluster.state["offers"]
+        return offers
 
-    async def _create(self, cluster: Cluster, node: int) -> Instance:
-        """Try each offer in turn; only "no capacity" moves on to the next one."""
+    def refused(self, tried: list[str]) -> str:
+        return f"tried: {'; '.join(tried)}"
+
+    async def create_on(self, cluster: Cluster, node: int, offer: Offer) -> Instance:
         assert self.access is not None, "prepare() makes the pool's keys before launch()"
-        access = self.access
-
-        async def create(offer: Offer) -> Instance:
-            request = pod_request(
-                config=self.config, spec=cluster.spec, offer=offer, access=access,
-                pool_id=cluster.id, node=node,
-                guardian=self.boot_guardian(cluster, node, end_command(self.config.rest_url, None)),
-            )
-            return self._instance(await self.api.create_pod(request), node, offer)
-
-        return await self.first_created(
-            node, cluster.state["offers"], create, cloud="RunPod",
-            refused=lambda tried: f"tried: {'; '.join(tried)}",
+        request = pod_request(
+            config=self.config, spec=cluster.spec, offer=offer, access=self.access,
+            pool_id=cluster.id, node=node,
+            guardian=self.boot_guardian(cluster, node, end_command(self.config.rest_url, None)),
         )
+        return self._instance(await self.api.create_pod(request), node, offer)
 
     def _instance(self, pod: dict[str, Any], node: int, offer: Offer) -> Instance:
         gpu = pod.get("gpu") if isinstance(pod.get("gpu"), dict) else {}
@@ -169,14 +164,10 @@ class RunPodProvider(CloudProvider):
                 taken[instance.id] = why
         return taken
 
-    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+    async def delete_machines(self, cluster: Cluster, instances: list[Instance]) -> None:
         """Delete every pod (together); one RunPod no longer knows is already gone."""
-        results = await asyncio.gather(
-            *(self.api.delete_pod(i.id) for i in instances), return_exceptions=True
-        )
-        for instance, result in zip(instances, results, strict=True):
-            if result is True:
-                self._log.info("skyward.runpod_pod_deleted", pod=instance.id, node=instance.node)
+        deletes = (self.api.delete_pod(i.id) for i in instances)
+        results = await asyncio.gather(*deletes, return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             raise failures[0]

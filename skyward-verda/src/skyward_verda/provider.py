@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.errors import CapacityError, ProvisionError
+from skyward.errors import ProvisionError
 from skyward.providers.base import Cluster, Instance
-from skyward.providers.cloud import CloudProvider
 from skyward.providers.naming import of_pool
 from skyward.providers.probe import answers_with
+from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
 from skyward_verda.account import resolve_credentials
-from skyward_verda.api import LOGGER, Gone, VerdaAPI, gone
+from skyward_verda.api import LOGGER, VerdaAPI, gone
 from skyward_verda.catalog import InstanceType, Offer
 from skyward_verda.machine import end_command, hostname, startup_script
 from skyward_verda.pricing import instance_types, locations_for, offers
@@ -37,17 +37,15 @@ if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_verda.config import Verda
 
-#: How long `destroy` waits for Verda to stop listing a deleted VM before it says so.
-CONFIRM_TIMEOUT = 90.0
-#: Attempts at a delete call that failed for another reason than "already gone".
-DELETE_ATTEMPTS = 4
 #: How long a running VM may answer with its image's host key before it is handed over (and
 #: then refused by the pinned check): the startup script restarts sshd with ours within seconds.
 HOST_KEY_GRACE = 300.0
 
 
-class VerdaProvider(CloudProvider):
+class VerdaProvider(RentedCloud):
     name = "verda"
+    cloud = "Verda"
+    console = "the Verda console"
     #: Never used: every guarded node ends itself through the API (`end_machine_command`).
     shutdown_command = None
     #: A parked pool's startup scripts and key are in `cluster.state`; `resume_cloud` sets its
@@ -61,7 +59,6 @@ class VerdaProvider(CloudProvider):
         self.api = VerdaAPI(self.credentials, config.url)
         self._log = structlog.get_logger(LOGGER)
         self._foreign_key_since: dict[str, float] = {}
-        self.poll_interval = 2.0
 
     def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
         return end_command(self.config.url, hostname(cluster.id, instance.node))
@@ -85,30 +82,22 @@ class VerdaProvider(CloudProvider):
             state={"types": tuple(types), "ssh_key": key_id},
         )
 
-    # -- launch --------------------------------------------------------------------------------------
+    # -- launch (`RentedCloud.launch`) ---------------------------------------------------------------
 
-    async def launch(self, cluster: Cluster, nodes: list[int]) -> list[Instance]:
-        return await self.launch_together(
-            cluster, nodes,
-            lambda n: self.retry_capacity(lambda: self._create(cluster, n), f"Verda VM for node {n}"),
-        )
-
-    async def _create(self, cluster: Cluster, node: int) -> Instance:
-        """Try each offer Verda can start now; only "no capacity" moves on to the next one."""
+    async def offers_for(self, cluster: Cluster, node: int) -> list[Offer]:
+        """The offers Verda can start now, in the order the allocation says."""
         types: tuple[InstanceType, ...] = cluster.state["types"]
-        found = await offers(self.api, cluster.spec, list(types), locations_for(self.config, cluster.spec))
+        return await offers(self.api, cluster.spec, list(types), locations_for(self.config, cluster.spec))
 
-        async def create(offer: Offer) -> Instance:
-            instance_id = await self.api.create_instance(await self._request(cluster, node, offer))
-            return Instance(
-                id=instance_id, node=node, ssh_user=self.config.ssh_user, ssh_port=self.config.ssh_port,
-                hourly_rate=offer.price, on_demand_rate=offer.on_demand_price, spot=offer.spot,
-                instance_type=offer.type.name, vcpus=offer.type.vcpus, memory_gb=offer.type.memory_gb,
-            )
+    def refused(self, tried: list[str]) -> str:
+        return "; ".join(tried) or "no location has the fitting types free"
 
-        nowhere = f"no location has {', '.join(t.name for t in types)} free"
-        return await self.first_created(
-            node, found, create, cloud="Verda", refused=lambda tried: "; ".join(tried) or nowhere
+    async def create_on(self, cluster: Cluster, node: int, offer: Offer) -> Instance:
+        instance_id = await self.api.create_instance(await self._request(cluster, node, offer))
+        return Instance(
+            id=instance_id, node=node, ssh_user=self.config.ssh_user, ssh_port=self.config.ssh_port,
+            hourly_rate=offer.price, on_demand_rate=offer.on_demand_price, spot=offer.spot,
+            instance_type=offer.type.name, vcpus=offer.type.vcpus, memory_gb=offer.type.memory_gb,
         )
 
     async def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, Any]:
@@ -161,29 +150,12 @@ class VerdaProvider(CloudProvider):
 
     # -- destroy, leftovers, release -----------------------------------------------------------------
 
-    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
-        """Delete the VMs, retrying a failed call, then wait until Verda lists none of them."""
-        ids = [i.id for i in instances]
-        for attempt in range(DELETE_ATTEMPTS):
-            try:
-                await self.api.delete_instances(ids)
-                break
-            except (ProvisionError, CapacityError) as exc:
-                if isinstance(exc, Gone) or attempt == DELETE_ATTEMPTS - 1:
-                    raise ProvisionError(
-                        f"Verda: could not delete {', '.join(ids)}: {exc}; delete them in the Verda "
-                        "console to stop billing"
-                    ) from exc
-                self._log.info("skyward.verda_delete_retry", instances=ids, error=str(exc))
-                await asyncio.sleep(self.poll_interval * (attempt + 1))
-        await self.confirm_gone(
-            instances, self._gone, cloud="Verda", timeout=CONFIRM_TIMEOUT, interval=self.poll_interval
-        )
+    async def delete_machines(self, cluster: Cluster, instances: list[Instance]) -> None:
+        await self.api.delete_instances([i.id for i in instances])
         for instance in instances:
             self._foreign_key_since.pop(instance.id, None)
-            self._log.info("skyward.verda_instance_deleted", instance=instance.id, node=instance.node)
 
-    async def _gone(self, instance: Instance) -> bool:
+    async def machine_gone(self, instance: Instance) -> bool:
         return gone(await self.api.instance(instance.id))
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
