@@ -7,7 +7,8 @@ from fake_runpod import GPU_TYPES
 
 from skyward.accelerators import resolve
 from skyward.errors import ConfigurationError, ProvisionError
-from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers, whole_gpus
+from skyward.market.rental import whole_gpus
+from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers
 
 TYPES = [GpuType.from_api(raw) for raw in GPU_TYPES]
 
@@ -53,7 +54,7 @@ def test_more_gpus_than_a_pod_holds_is_refused() -> None:
 
 def test_runpod_rents_whole_gpus_only() -> None:
     with pytest.raises(ConfigurationError, match="whole GPUs"):
-        whole_gpus(0.5)
+        whole_gpus(0.5, "RunPod")
 
 
 def test_spot_if_available_tries_interruptible_first_then_on_demand() -> None:

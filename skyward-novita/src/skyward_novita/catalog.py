@@ -11,14 +11,14 @@ launching is "try each in turn": a product refused for capacity falls over to th
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.errors import ConfigurationError, NoOffersError
+from skyward.errors import NoOffersError
+from skyward.market.rental import SPOT_KINDS, in_order, memory_fits, names_card
 
 if TYPE_CHECKING:
     from skyward.accelerators import Accelerator
@@ -26,14 +26,6 @@ if TYPE_CHECKING:
 
 #: Novita's prices are integers in this fraction of a US dollar.
 PRICE_UNIT = 100_000
-KINDS = {
-    "spot": (True,), "on-demand": (False,), "spot-if-available": (True, False), "cheapest": (True, False),
-}
-_NOISE = frozenset({"", "nvidia", "geforce", "tesla", "gb"})
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(re.split(r"[^a-z0-9]+", text.lower())) - _NOISE
 
 
 def _dollars(value: Any) -> float:
@@ -41,14 +33,6 @@ def _dollars(value: Any) -> float:
         return float(value) / PRICE_UNIT
     except (TypeError, ValueError):
         return 0.0
-
-
-def whole_gpus(count: float) -> int:
-    if count != math.floor(count):
-        raise ConfigurationError(
-            f"Novita rents whole GPUs; accelerator count {count:g} is a fraction: ask for {math.ceil(count)}"
-        )
-    return int(count)
 
 
 @attrs.frozen
@@ -80,19 +64,16 @@ class Offer:
 
 def fits(name: str, accelerator: Accelerator) -> bool:
     """Whether a product named `name` ("A100 SXM 80GB") carries `accelerator` (memory included)."""
-    wanted = _words(accelerator.name.replace("_", " "))
-    if not wanted or not wanted <= _words(name):
-        return False
     found = re.search(r"(\d+)\s*GB", name, re.IGNORECASE)
-    memory = accelerator.memory_gb
-    return not (memory and found and abs(int(found[1]) - memory) > 0.1 * memory)
+    listed = float(found[1]) if found else None
+    return names_card(name, accelerator.name) and memory_fits(listed, accelerator.memory_gb)
 
 
 def plan(spec: Spec, products: dict[bool, list[dict[str, Any]]], gpus: int) -> list[Offer]:
     """The offers the spec allows that Novita can start now, in the order to try them."""
     assert spec.accelerator is not None
     offers = []
-    for spot in KINDS[spec.allocation]:
+    for spot in SPOT_KINDS[spec.allocation]:
         for row in products.get(spot, []):
             if not row.get("id") or not row.get("availableDeploy", True):
                 continue
@@ -106,9 +87,7 @@ def plan(spec: Spec, products: dict[bool, list[dict[str, Any]]], gpus: int) -> l
             ):
                 continue
             offers.append(offer)
-    if spec.allocation == "cheapest":
-        return sorted(offers, key=lambda o: o.price)
-    return sorted(offers, key=lambda o: (not o.spot, o.price))
+    return in_order(offers, spec.allocation, spot=lambda o: o.spot, price=lambda o: o.price)
 
 
 def no_product(spec: Spec, names: Iterable[str]) -> NoOffersError:

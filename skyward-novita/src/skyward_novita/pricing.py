@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skyward.errors import ConfigurationError
+from skyward.market.rental import SPOT_KINDS, whole_gpus
 from skyward.providers.calls import known_or_none
 from skyward_novita.account import resolve_api_key
 from skyward_novita.api import LOGGER, NovitaAPI
-from skyward_novita.catalog import KINDS, Offer, fits, no_product, plan, whole_gpus
+from skyward_novita.catalog import Offer, fits, no_product, plan
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -27,14 +28,14 @@ def gpu_count(spec: Spec) -> int:
         raise ConfigurationError(
             "Novita runs GPU instances: give the pool an accelerator (accelerator=\"RTX_4090\")"
         )
-    return whole_gpus(spec.accelerator.count)
+    return whole_gpus(spec.accelerator.count, "Novita")
 
 
 async def offers(api: NovitaAPI, spec: Spec, *, strict: bool = False) -> list[Offer]:
     """The offers Novita can start now, in order; with `strict`, no product carrying the
     accelerator at all is a `ProvisionError` naming what Novita has."""
     gpus = gpu_count(spec)
-    products = {spot: await api.products(gpus, spot) for spot in KINDS[spec.allocation]}
+    products = {spot: await api.products(gpus, spot) for spot in SPOT_KINDS[spec.allocation]}
     if strict:
         assert spec.accelerator is not None
         names = [str(r.get("name")) for rows in products.values() for r in rows]

@@ -15,30 +15,19 @@ the fitting types. `plan_offers` orders them as the spec's allocation says, so l
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from skyward.errors import ConfigurationError, NoOffersError, ProvisionError
-
-#: Words that say nothing about which card it is.
-_NOISE = frozenset({"", "nvidia", "geforce", "amd", "instinct", "oam", "generation", "tesla", "radeon"})
-
-
-def whole_gpus(count: float) -> int:
-    """RunPod rents whole GPUs: 2.0 is 2, 0.5 is refused (it names the provider and the fix)."""
-    if count != math.floor(count):
-        raise ConfigurationError(
-            f"RunPod rents whole GPUs; accelerator count {count:g} is a fraction: ask for {math.ceil(count)}"
-        )
-    return int(count)
+from skyward.errors import NoOffersError, ProvisionError
+from skyward.market.rental import card_words
 
 
 def words(text: str) -> frozenset[str]:
-    return frozenset(re.split(r"[^a-z0-9]+", text.lower())) - _NOISE
+    """Every word of a GPU type's names, form factors included (`card_words` drops them)."""
+    return frozenset(re.split(r"[^a-z0-9]+", text.lower()))
 
 
 def _price(value: Any) -> float | None:
@@ -82,7 +71,7 @@ class GpuType:
 
     @property
     def words(self) -> frozenset[str]:
-        return words(self.id) | words(self.display_name)
+        return card_words(self.id) | card_words(self.display_name)
 
     def price(self, cloud: str, interruptible: bool) -> float | None:
         """Per GPU per hour in `cloud`, None where RunPod does not rent it that way."""
@@ -128,7 +117,7 @@ def match_gpu_types(accelerator: Any, types: Sequence[GpuType], count: int) -> t
     first; a `NoOffersError` (a `ProvisionError`) naming what RunPod has instead when none is."""
     name = str(accelerator.name)
     exact = [t for t in types if name.lower() in (t.id.lower(), t.display_name.lower())]
-    wanted = words(name)
+    wanted = card_words(name.replace("_", " "))
     named = exact or [t for t in types if wanted and wanted <= t.words]
     if not named:
         raise NoOffersError(
@@ -215,7 +204,7 @@ def _form_fits(accelerator: Any, gpu: GpuType) -> bool:
     if not form:
         return True
     wanted = form.lower()
-    return any(word.startswith(wanted) for word in gpu.words)
+    return any(word.startswith(wanted) for word in words(gpu.id) | words(gpu.display_name))
 
 
 def _cheapest(gpu: GpuType) -> float:
@@ -227,7 +216,7 @@ def _close(name: str, types: Sequence[GpuType]) -> str:
     labels = {t.display_name: t for t in types}
     close = difflib.get_close_matches(name.replace("_", " "), list(labels), n=5, cutoff=0.4)
     if not close:
-        wanted = words(name)
+        wanted = card_words(name)
         close = [t.display_name for t in types if any(w and w[:2] in " ".join(t.words) for w in wanted)][:5]
     chosen = [labels[c] for c in close] or list(types)[:5]
     return ", ".join(str(t) for t in chosen) or "(RunPod listed no GPU types)"

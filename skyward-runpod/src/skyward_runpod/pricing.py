@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from skyward.market.rental import whole_gpus
 from skyward.providers.calls import known_or_none
 from skyward_runpod.account import resolve_api_key
 from skyward_runpod.api import LOGGER, RunPodAPI
-from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers, whole_gpus
+from skyward_runpod.gpus import GpuType, match_gpu_types, plan_offers
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -33,7 +34,7 @@ def estimate_hourly_price(config: RunPod, spec: Spec) -> float | None:
         return None
 
     async def first(api: RunPodAPI) -> float | None:
-        count = whole_gpus(spec.accelerator.count)  # type: ignore[union-attr]
+        count = whole_gpus(spec.accelerator.count, "RunPod")  # type: ignore[union-attr]
         types = match_gpu_types(spec.accelerator, await gpu_types(api), count)
         return plan_offers(types, count, config.clouds, spec.allocation, spec.max_hourly_cost)[0].price
 

@@ -13,8 +13,9 @@ never blocks the pool's event loop. The methods used and the endpoints they call
 - `label_instance`  -> PUT    /api/v0/instances/{id}/   (`{"label": ...}`: the pool's lease mark)
 
 None of them prints (the SDK prints only with `explain=`/`curl=`, which stay off). Failures come
-back as `requests` exceptions; `_failure` turns them into `ProvisionError` / `CapacityError` with
-a message that names the call and never the key (the key travels in a header, not the URL).
+back as `requests` exceptions; `_sync` reads them as every REST cloud's are read
+(`skyward.providers.rest.ApiErrors`: refused key, gone, no capacity, rate limit), with a message
+that names the call and never the key (the key travels in a header, not the URL).
 """
 
 from __future__ import annotations
@@ -23,27 +24,32 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import attrs
+
 from skyward.errors import CapacityError, ProvisionError
+from skyward.providers.rest import ApiErrors, Gone
 from skyward_vastai.account import API_KEY_VARIABLE
 
 T = TypeVar("T")
 
-#: What Vast answers, in `error` or `msg`, when an offer was rented by someone else meanwhile
-#: or the machine can no longer fit the request: retried with the next offer.
-_GONE_OFFER = ("no_such_ask", "not available", "no longer available", "unavailable", "already rented")
-_INSTANCE_GONE = ("no_such_instance", "not found", "does not exist")
+ERRORS = ApiErrors(
+    cloud="vastai",
+    credentials=f"the API key was refused: check {API_KEY_VARIABLE} or VastAI(api_key=...)",
+    gone_phrases=("no_such_instance", "not found", "does not exist"),
+    advice={word: "add credit at https://cloud.vast.ai/billing/" for word in ("credit", "balance")},
+)
+#: Renting an offer: what Vast answers when it was rented by someone else meanwhile or the machine
+#: can no longer fit the request (a 404 too) is capacity, retried with the next offer.
+RENTING = attrs.evolve(ERRORS, capacity_phrases=(
+    "no_such_ask", "not available", "no longer available", "unavailable", "already rented",
+))
 
 
-def _body(response: Any) -> dict[str, Any]:
+def _body(response: Any) -> Any:
     try:
-        data = response.json()
+        return response.json()
     except ValueError:
-        return {"msg": (response.text or "")[:200]}
-    return data if isinstance(data, dict) else {}
-
-
-def _reason(body: dict[str, Any]) -> str:
-    return " ".join(str(body.get(k) or "") for k in ("error", "msg")).strip()
+        return (response.text or "")[:200]
 
 
 class VastAPI:
@@ -84,14 +90,14 @@ class VastAPI:
         """Rent offer `offer_id`; the new instance's id. `CapacityError` when the offer is gone."""
         result = await asyncio.to_thread(
             self._sync, f"create an instance from offer {offer_id}",
-            lambda: self.sdk.create_instance(offer_id, **fields), _GONE_OFFER,
+            lambda: self.sdk.create_instance(offer_id, **fields), RENTING,
         )
         contract = result.get("new_contract") if isinstance(result, dict) else None
         if not result.get("success", True) or not contract:
-            reason = _reason(result)
-            if any(word in reason.lower() for word in _GONE_OFFER):
-                raise CapacityError(f"vastai: offer {offer_id} is no longer available ({reason})")
-            raise ProvisionError(f"vastai: renting offer {offer_id} failed: {reason or result!r}")
+            error = RENTING.reading(400, result, f"rent offer {offer_id}")
+            if isinstance(error, CapacityError | Gone):
+                raise CapacityError(f"vastai: offer {offer_id} is no longer available ({error})")
+            raise error
         return int(contract)
 
     async def show(self, instance_id: int) -> dict[str, Any] | None:
@@ -100,7 +106,7 @@ class VastAPI:
             return await asyncio.to_thread(
                 self._sync, f"read instance {instance_id}", lambda: self.sdk.show_instance(instance_id)
             )
-        except _Gone:
+        except Gone:
             return None
 
     async def instances(self) -> list[dict[str, Any]]:
@@ -121,42 +127,25 @@ class VastAPI:
             await asyncio.to_thread(
                 self._sync, f"destroy instance {instance_id}", lambda: self.sdk.destroy_instance(instance_id)
             )
-        except _Gone:
+        except Gone:
             return
 
     # -- errors ------------------------------------------------------------------------------------
 
-    def _sync(self, what: str, call: Callable[[], T], capacity: tuple[str, ...] = ()) -> T:
+    def _sync(self, what: str, call: Callable[[], T], errors: ApiErrors = ERRORS) -> T:
         import requests  # the SDK's HTTP library, loaded with the SDK (see `sdk`), not before
 
         try:
             return call()
         except requests.HTTPError as exc:
-            raise self._failure(what, exc.response, capacity) from None
+            response = exc.response
+            status = response.status_code if response is not None else 0
+            error = errors.reading(status, _body(response) if response is not None else None, what)
+            if errors is RENTING and isinstance(error, Gone):
+                raise CapacityError(f"vastai: could not {what}: {error}") from None
+            raise error from None
         except requests.RequestException as exc:
             raise ProvisionError(
                 f"vastai: could not {what}: {self._url} did not answer ({type(exc).__name__}); "
                 "check the network or VastAI(server_url=...)"
             ) from None
-
-    def _failure(self, what: str, response: Any, capacity: tuple[str, ...]) -> Exception:
-        status = getattr(response, "status_code", 0)
-        body = _body(response) if response is not None else {}
-        reason = _reason(body) or f"HTTP {status}"
-        lowered = reason.lower()
-        if status in (401, 403):
-            return ProvisionError(
-                f"vastai: could not {what}: the API key was refused (HTTP {status}: {reason}); "
-                f"check {API_KEY_VARIABLE} or VastAI(api_key=...)"
-            )
-        if capacity and (status in (404, 410) or any(word in lowered for word in capacity)):
-            return CapacityError(f"vastai: could not {what}: {reason}")
-        if status in (404, 410) or any(word in lowered for word in _INSTANCE_GONE):
-            return _Gone(reason)
-        if "credit" in lowered or "balance" in lowered:
-            return ProvisionError(f"vastai: could not {what}: {reason}; add credit at https://cloud.vast.ai/billing/")
-        return ProvisionError(f"vastai: could not {what}: HTTP {status}: {reason}")
-
-
-class _Gone(ProvisionError):
-    """The thing asked about does not exist (any more)."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from skyward.errors import NoOffersError
+from skyward.market.rental import in_order
 from skyward_vastai.account import resolve_api_key
 from skyward_vastai.api import VastAPI
 from skyward_vastai.gpus import gpu_count, gpu_names, min_gpu_ram_mb
@@ -130,9 +131,7 @@ async def search(api: VastAPI, query: OfferQuery, allocation: str) -> list[Offer
 def ordered(offers: list[Offer], query: OfferQuery, allocation: str) -> list[Offer]:
     """Drop offers over the price cap (a bid is priced at what we bid), then order them."""
     offers = [o for o in offers if query.max_price is None or o.price <= query.max_price]
-    if allocation == "cheapest":
-        return sorted(offers, key=lambda o: o.price)
-    return sorted(offers, key=lambda o: (not o.spot, o.price))
+    return in_order(offers, allocation, spot=lambda o: o.spot, price=lambda o: o.price)
 
 
 def describe_none(query: OfferQuery) -> NoOffersError:

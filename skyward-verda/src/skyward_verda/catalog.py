@@ -11,25 +11,17 @@ launching is "try each in turn": one that is refused for capacity falls over to 
 from __future__ import annotations
 
 import difflib
-import math
-import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.errors import ConfigurationError, NoOffersError
+from skyward.errors import NoOffersError
+from skyward.market.rental import SPOT_KINDS, in_order, memory_fits, names_card, whole_gpus
 
 if TYPE_CHECKING:
     from skyward.accelerators import Accelerator
     from skyward.spec import Spec
-
-_NOISE = frozenset({"", "nvidia", "geforce", "tesla", "sxm", "sxm4", "sxm5", "pcie", "gb"})
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(re.split(r"[^a-z0-9]+", text.lower())) - _NOISE
-
 
 def _number(value: Any) -> float:
     try:
@@ -96,21 +88,11 @@ class Offer:
         return f"{self.type.name} ({self.type.label}) in {self.location}, {kind} ${self.price:.2f}/h"
 
 
-def whole_gpus(count: float) -> int:
-    if count != math.floor(count):
-        raise ConfigurationError(
-            f"Verda rents whole GPUs; accelerator count {count:g} is a fraction: ask for {math.ceil(count)}"
-        )
-    return int(count)
-
-
 def _fits_card(kind: InstanceType, accelerator: Accelerator) -> bool:
-    wanted = _words(accelerator.name.replace("_", " "))
-    if not wanted or not wanted <= _words(f"{kind.model} {kind.description}"):
-        return False
-    memory = accelerator.memory_gb
     per_gpu = kind.gpu_memory_gb / kind.gpus if kind.gpus else 0.0
-    return not (memory and per_gpu and abs(per_gpu - memory) > 0.1 * memory)
+    return names_card(f"{kind.model} {kind.description}", accelerator.name) and memory_fits(
+        per_gpu, accelerator.memory_gb
+    )
 
 
 def matching(spec: Spec, types: Iterable[InstanceType]) -> list[InstanceType]:
@@ -120,7 +102,9 @@ def matching(spec: Spec, types: Iterable[InstanceType]) -> list[InstanceType]:
         if spec.accelerator is None:
             if kind.gpus:
                 continue
-        elif kind.gpus != whole_gpus(spec.accelerator.count) or not _fits_card(kind, spec.accelerator):
+        elif kind.gpus != whole_gpus(spec.accelerator.count, "Verda") or not _fits_card(
+            kind, spec.accelerator
+        ):
             continue
         if (spec.vcpus and kind.vcpus < spec.vcpus) or (spec.memory_gb and kind.memory_gb < spec.memory_gb):
             continue
@@ -145,18 +129,13 @@ def _no_type(spec: Spec, types: list[InstanceType]) -> NoOffersError:
     )
 
 
-KINDS = {
-    "spot": (True,), "on-demand": (False,), "spot-if-available": (True, False), "cheapest": (True, False),
-}
-
-
 def plan(
     spec: Spec, types: Iterable[InstanceType], available: Mapping[bool, Mapping[str, set[str]]],
     locations: tuple[str, ...] = (),
 ) -> list[Offer]:
     """Every offer the spec allows that Verda can start now, in the order to try them."""
     offers = []
-    for spot in KINDS[spec.allocation]:
+    for spot in SPOT_KINDS[spec.allocation]:
         for kind in types:
             if (kind.spot_price if spot else kind.price) <= 0:
                 continue
@@ -166,6 +145,4 @@ def plan(
                 offer = Offer(kind, location, spot)
                 if spec.max_hourly_cost is None or offer.price <= spec.max_hourly_cost:
                     offers.append(offer)
-    if spec.allocation == "cheapest":
-        return sorted(offers, key=lambda o: o.price)
-    return sorted(offers, key=lambda o: (not o.spot, o.price))
+    return in_order(offers, spec.allocation, spot=lambda o: o.spot, price=lambda o: o.price)
