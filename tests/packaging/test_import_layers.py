@@ -45,8 +45,9 @@ PACKAGES = {
 #: Core's layers, lowest first, each a list of units: a top-level module, or a subpackage with all
 #: its modules (`skyward` is the package root alone). docs/architecture.md draws the same table.
 CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # Plain code that needs nothing of ours above it: errors, the wire format, time and retries, and
-    # the task-side helpers (`task/`: where a task runs, its shard, its output), which need only errors.
+    # Plain code that needs nothing of ours above it: errors, the wire format, time and retries, the
+    # fast paths through libraries' internals (`fastpaths/`), and the task-side helpers (`task/`: where
+    # a task runs, its shard, its output), which need only errors.
     (
         "foundations",
         (
@@ -56,6 +57,7 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "active",
             "dataclass_view",
             "errors",
+            "fastpaths",
             "messages",
             "payload",
             "pickling",
