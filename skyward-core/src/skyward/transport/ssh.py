@@ -11,8 +11,8 @@ same keeper and worker, and each side sends what the other missed; the node is l
 grace period. The keeper's control lines share stderr with the pid (`::skyward-...`).
 
 Connecting (host keys always verified, pool keys) is `ssh_connect`'s; running commands (the
-bootstrap's runner, the worker's command lines) is `ssh_commands`'. Their public names are also
-importable from here, where the providers and tests have always found them.
+bootstrap's runner, the worker's command lines) is `ssh_commands`'. Import those from there; this
+module still names them for `providers/remote.py` and skyward-slurm, which import them from here.
 """
 
 from __future__ import annotations
