@@ -1,0 +1,161 @@
+"""Where Slurm's commands run: here (`login=None`) or on the login node over SSH (`login=...`).
+
+Both places offer the same four things: run a short command (`sbatch`, `squeue`, `scancel`),
+write a small file (the job's lease), a bootstrap runner (`skyward.bootstrap.CommandRunner`) for
+the venv in the shared home folder, and a worker's channel, whose stream is the standard input
+and output of an `srun` step: a local `srun` process's pipes, or an SSH exec channel on the login
+node whose command is that `srun`. No port is opened anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from skyward.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from skyward.transport.base import Channel
+    from skyward.transport.ssh import Connection
+
+
+@attrs.frozen
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+
+class Place(Protocol):
+    """A machine where `sbatch`/`srun` work, and the user's (shared) home folder on it."""
+
+    home: str
+    label: str
+
+    async def run(self, command: str, *, timeout: float = 60.0, stdin: str | None = None) -> Result: ...
+
+    def runner(self, pid_file: str) -> Any: ...
+
+    async def channel(self, command: str, label: str) -> Channel: ...
+
+    async def close(self) -> None: ...
+
+
+class LocalPlace:
+    """This machine: a login node, or one whose `SLURM_CONF` names the cluster."""
+
+    label = "this machine"
+
+    def __init__(self) -> None:
+        self.home = os.path.expanduser("~")
+
+    async def run(self, command: str, *, timeout: float = 60.0, stdin: str | None = None) -> Result:
+        done = await asyncio.to_thread(
+            subprocess.run,
+            ["bash", "-c", command],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        return Result(done.returncode, done.stdout, done.stderr)
+
+    def runner(self, pid_file: str) -> Any:
+        from skyward.bootstrap.runner import LocalRunner
+
+        return LocalRunner()
+
+    async def channel(self, command: str, label: str) -> Channel:
+        from skyward.bootstrap.runner import clean_environment
+        from skyward.transport.pipes import PipeChannel
+
+        # The worker is on a compute node: no shared memory with it, whatever the host names say.
+        channel = PipeChannel(["bash", "-c", command], env=clean_environment(), shared_memory=False)
+        channel.spawn()
+        return channel
+
+    async def close(self) -> None:
+        return None
+
+
+class SSHPlace:
+    """The login node, over one SSH connection (host key checked against `known_hosts`)."""
+
+    def __init__(self, conn: Connection, home: str, label: str) -> None:
+        self.conn = conn
+        self.home = home
+        self.label = label
+
+    @classmethod
+    async def open(
+        cls, target: str, *, key_file: str | None, known_hosts: str | None, timeout: float
+    ) -> SSHPlace:
+        import time
+
+        from skyward.providers.ssh import parse_host
+        from skyward.transport.ssh import connect_with_retry
+
+        host = parse_host(target)
+        conn = await connect_with_retry(
+            host.host,
+            host.port,
+            host.user or None,
+            deadline=time.monotonic() + timeout,
+            key_file=key_file,
+            known_hosts=known_hosts,
+        )
+        result = await conn.run('printf "%s\\n" "$HOME"', check=False)
+        home = str(result.stdout or "").strip()
+        if not home.startswith("/"):
+            conn.close()
+            raise ConfigurationError(f"Slurm(login={target!r}): the login node did not report a home folder")
+        return cls(conn, home, str(host))
+
+    async def run(self, command: str, *, timeout: float = 60.0, stdin: str | None = None) -> Result:
+        done = await asyncio.wait_for(self.conn.run(command, input=stdin, check=False), timeout)
+        return Result(int(done.exit_status or 0), str(done.stdout or ""), str(done.stderr or ""))
+
+    def runner(self, pid_file: str) -> Any:
+        from skyward.transport.ssh_commands import SSHRunner
+
+        return SSHRunner(self.conn, label=self.label, pid_file=pid_file)
+
+    async def channel(self, command: str, label: str) -> Channel:
+        from skyward.transport.ssh import SSHChannel
+
+        return await SSHChannel(self.conn, command, label=label).open()
+
+    async def close(self) -> None:
+        self.conn.close()
+
+
+def srun_line(job: str, node: str, workdir: str, launch_line: str, gres: str | None) -> str:
+    """The shell line that starts one worker as an `srun` step on `node` of `job`.
+
+    `--overlap`: the job's batch step (its guardian) holds the node's CPUs, and the steps share
+    them. `--unbuffered`: slurmstepd otherwise holds a worker's output until a newline, and the
+    protocol's frames are binary. The reply lane's descriptor exists only on the client's side of
+    `srun`, so the worker is told of none.
+    """
+    q = shlex.quote
+    inner = f"unset SKYWARD_REPLY_FD; cd {q(workdir)} && {launch_line}"
+    opts = [
+        f"--jobid={job}",
+        "--nodes=1",
+        "--ntasks=1",
+        f"--nodelist={node}",
+        "--overlap",
+        "--quiet",
+        "--kill-on-bad-exit=1",
+        "--input=all",
+        "--unbuffered",
+    ]
+    if gres:
+        opts.append(f"--gres={gres}")
+    return f"exec srun {' '.join(q(o) for o in opts)} /bin/sh -c {q(inner)}"

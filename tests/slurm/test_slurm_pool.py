@@ -1,0 +1,53 @@
+"""A pool on a Slurm cluster is one job whose nodes are the pool's nodes; a script runs unchanged."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from slurm_cluster import SlurmCluster
+
+import skyward as sky
+
+
+@sky.function
+def where() -> dict[str, Any]:
+    info = sky.instance_info()
+    return {
+        "node": info.node,
+        "total": info.total_nodes,
+        "id": info.id,
+        "provider": info.provider,
+        "slurm_node": os.environ.get("SLURMD_NODENAME"),
+        "job": os.environ.get("SLURM_JOB_ID"),
+    }
+
+
+@sky.function
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@sky.function
+def square(x: int) -> int:
+    return x * x
+
+
+def test_a_broadcast_lands_on_both_slurm_nodes_of_one_job(pool: sky.Pool, slurm: SlurmCluster) -> None:
+    seen = where() @ pool
+    assert [s["node"] for s in seen] == [0, 1]
+    assert [s["slurm_node"] for s in seen] == list(slurm.nodes)
+    assert len({s["job"] for s in seen}) == 1
+    assert [j["id"] for j in slurm.jobs()] == [seen[0]["job"]]
+
+
+def test_instance_info_names_the_slurm_node(pool: sky.Pool, slurm: SlurmCluster) -> None:
+    seen = where() @ pool
+    assert [s["id"] for s in seen] == list(slurm.nodes)
+    assert {s["provider"] for s in seen} == {"slurm"}
+
+
+def test_operators_and_maps_run_as_anywhere(pool: sky.Pool) -> None:
+    assert add(2, 3) >> pool == 5
+    assert (add(1, 2) & add(3, 4)) >> pool == (3, 7)
+    assert list(pool.map(square, range(6))) == [0, 1, 4, 9, 16, 25]
