@@ -3,6 +3,9 @@
 An argument of `BLOB_MIN` bytes or more leaves its task: the worker is sent it once, and every
 later task naming the same bytes finds it there. A worker that no longer holds it (dropped to stay
 within its bound, or a new worker) is sent it again: a task never fails for it.
+
+Local pools pass large arguments through shared memory unless `LOCAL_POOLS` says otherwise, as
+these tests do: the worker's side is the same on every pool.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from skyward.worker.blobs import BlobRef, BlobStats
 
 pytestmark = pytest.mark.timeout(120)
 
+
+@pytest.fixture(autouse=True)
+def content_addressed_on_local_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(blobs, "LOCAL_POOLS", True)
+
+
 MB = 1 << 20
 
 
@@ -33,12 +42,9 @@ def checksum(data: Any, tag: int = 0) -> tuple[float, int, BlobStats]:
 
 
 @sky.function
-def try_to_change(data: np.ndarray) -> str:
-    try:
-        data[0] = 42
-    except ValueError as exc:
-        return str(exc)
-    return "changed"
+def change(data: np.ndarray) -> float:
+    data[:] = 42
+    return float(data.sum())
 
 
 @sky.function
@@ -70,13 +76,13 @@ def test_a_broadcast_pickles_its_large_argument_once_and_each_worker_gets_it_onc
     assert [stats.sent for _, _, stats in second] == [1, 1]
 
 
-def test_a_task_gets_the_argument_read_only_so_the_next_task_sees_it_unchanged() -> None:
+def test_a_task_may_change_its_copy_and_the_next_task_gets_the_argument_as_sent() -> None:
     data = np.zeros(2 * MB // 8)
     with local_pool(nodes=1) as pool:
-        refused = try_to_change(data) >> pool
-        total, _, _ = checksum(data) >> pool
-    assert "read-only" in refused
-    assert total == 0.0
+        changed = change(data) >> pool
+        total, _, stats = checksum(data) >> pool
+    assert changed == 42 * data.size
+    assert total == 0.0 and stats.sent == 1
 
 
 def test_a_worker_that_dropped_an_argument_is_sent_it_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,6 +107,15 @@ def test_a_new_worker_in_a_lost_ones_place_is_sent_the_argument_again() -> None:
         assert (worker_pid() >> pool) != first_pid
     assert before[0] == after[0] == data.sum()
     assert after[2].sent == 1  # the new worker's own first copy
+
+
+def test_local_pools_pass_large_arguments_through_shared_memory_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(blobs, "LOCAL_POOLS", False)
+    with local_pool(nodes=1) as pool:
+        _, _, stats = checksum(np.ones(2 * MB // 8)) >> pool
+    assert stats.sent == 0
 
 
 def test_small_arguments_stay_in_their_task() -> None:

@@ -23,6 +23,9 @@ from skyward.worker.blobs import BLOB_CONTROL, BLOB_DATA, BlobRef, blob_key
 
 #: Arguments this large (pickled) or larger travel as blobs, by content key. Read at dispatch.
 BLOB_MIN = 1 << 20
+#: Local pools pass each task's large arguments through shared memory, which costs less than
+#: hashing them; True content-addresses them there too. Read at dispatch.
+LOCAL_POOLS = False
 #: The most bytes of arguments one worker keeps (1 GiB): beyond it, the least recently used are
 #: dropped (and sent again when a task needs one). A blob larger than this alone is still sent.
 BLOB_CACHE_BYTES = 1 << 30

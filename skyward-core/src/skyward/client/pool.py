@@ -340,8 +340,16 @@ class Pool:
         timeout = pending.timeout if pending.timeout is not None else self.options.default_compute_timeout
         target_key = key if key is not None else self._fleet.target_key(target)
         return build_task(
-            fn, name, function, pending.args, pending.kwargs, target_key, timeout, waiter, cache
+            fn, name, function, pending.args, pending.kwargs, target_key, timeout, waiter, cache,
+            self._content_addressed(),
         )
+
+    def _content_addressed(self) -> bool:
+        """Whether large arguments travel by content key (client/blobs.py): across a network."""
+        from skyward.client import blobs
+        from skyward.providers.local import LocalProvider
+
+        return blobs.LOCAL_POOLS or not isinstance(getattr(self._fleet, "provider", None), LocalProvider)
 
     def _require_running(self) -> None:
         if self._state != "running":

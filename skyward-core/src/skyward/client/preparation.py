@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from skyward.client import blobs as large
+from skyward.client import blobs as content
 from skyward.client.blobs import as_blobs
 from skyward.client.shipping import ShippedFunction, ship
 from skyward.client.tasks import TaskState, Waiter
@@ -55,18 +55,21 @@ def build_task(
     timeout: float | None,
     waiter: Waiter | None,
     cache: ShipCache | None = None,
+    large: bool = True,
 ) -> TaskState:
     """One task, its frame encoded here on the caller's thread (errors name the argument).
 
-    Its large arguments travel apart, by content key (`skyward.client.blobs`): the task's own
-    copy of `function` lists them, for the worker's ledger."""
+    `large`: its large arguments travel apart, by content key (`skyward.client.blobs`): the
+    task's own copy of `function` lists them, for the worker's ledger."""
     plain = is_plain((args, kwargs))  # plain data holds no iterator to stream
     args, kwargs, inputs = _streams(fn, args, kwargs, plain)
-    args, kwargs, blobs = as_blobs(args, kwargs, cache)
+    blobs: tuple[Any, ...] = ()
+    if large:
+        args, kwargs, blobs = as_blobs(args, kwargs, cache)
     task_id = TaskState.next_id()
     parts = _encode(fn, name, function, args, kwargs, task_id, bool(inputs), plain and not blobs, bool(blobs))
     # A large task may owe its size to an argument of unknown size: measure them.
-    if sum(memoryview(part).nbytes for part in parts) >= large.BLOB_MIN:
+    if large and sum(memoryview(part).nbytes for part in parts) >= content.BLOB_MIN:
         args, kwargs, more = as_blobs(args, kwargs, cache, measure=True)
         if more:
             blobs += more

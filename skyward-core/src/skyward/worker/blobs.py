@@ -3,10 +3,10 @@
 A task argument of `skyward.client.blobs.BLOB_MIN` bytes or more does not travel inside its task:
 it crosses to each worker once, as a BLOB frame `(key, pickle, buffers)`, and the task carries a
 `BlobRef`, which the worker replaces with a fresh copy of the value as it takes the task
-(`resolve_arguments`, from `TaskMessage.from_wire`). The copy's
-large buffers are views on the kept bytes, read-only: a task that changes a numpy array it was
-given gets `ValueError: assignment destination is read-only` rather than changing what the next
-task of the worker receives.
+(`resolve_arguments`, from `TaskMessage.from_wire`). The worker keeps each large buffer of the
+value in a memory file (`memfd`) and gives every task a private, copy-on-write mapping of it: a
+task may change the numpy array it was given, which copies only the pages it writes, and the next
+task of the worker still receives the argument as it was sent.
 
 The client decides what each worker keeps (`skyward.client.blobs.BlobLedger`), as it does for
 functions: a control frame (BLOB, id 1) names the keys to drop and the keys to adopt, that is, to
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import mmap
 import os
 import pickle
 import sys
@@ -88,12 +89,13 @@ class BlobStore:
             self._adopt(key)
 
     def _keep(self, key: bytes, data: bytes, buffers: list[Any]) -> None:
+        kept = [_MemoryFile.of(b) for b in buffers]
         with self._lock:
             old = self._held.get(key)
             if old is not None:
                 self._bytes -= _size(*old)
-            self._held[key] = (data, list(buffers))
-            self._bytes += _size(data, buffers)
+            self._held[key] = (data, kept)
+            self._bytes += _size(data, kept)
 
     def _adopt(self, key: bytes) -> None:
         """Keep the blob the nodes relayed into the node folder, if its content is its key.
@@ -124,7 +126,7 @@ class BlobStore:
                 "that was to bring it failed; dispatch the task again and the client sends it"
             )
         data, buffers = held
-        return pickle.loads(data, buffers=[memoryview(b).toreadonly() for b in buffers])
+        return pickle.loads(data, buffers=[b.private() for b in buffers])
 
     def stats(self) -> BlobStats:
         return BlobStats(len(self._held), self._bytes, self._sent, self._adopted)
@@ -145,8 +147,47 @@ def read_blob_file(path: str) -> tuple[bytes, bytes, list[Any]]:
     return frames[0].payload
 
 
+class _MemoryFile:
+    """One large buffer of a kept argument, and the private copies tasks get of it."""
+
+    __slots__ = ("fd", "nbytes", "data")
+
+    def __init__(self, fd: int, nbytes: int, data: Any) -> None:
+        self.fd = fd
+        self.nbytes = nbytes
+        self.data = data  # the bytes themselves where no memory file could be made
+
+    @classmethod
+    def of(cls, buffer: Any) -> _MemoryFile:
+        """The buffer's bytes in a memory file (its received copy, which may be a shared-memory
+        mapping the sender reuses, is then let go); held as they are where memfd is missing."""
+        view = memoryview(buffer).cast("B")
+        if view.nbytes == 0 or not hasattr(os, "memfd_create"):
+            return cls(-1, view.nbytes, bytes(view))
+        fd = os.memfd_create("skyward-argument", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, view.nbytes)
+            with mmap.mmap(fd, view.nbytes) as target:
+                target[:] = view
+        except OSError:
+            os.close(fd)
+            return cls(-1, view.nbytes, bytes(view))
+        return cls(fd, view.nbytes, None)
+
+    def private(self) -> Any:
+        """A writable copy for one task: copy-on-write pages of the memory file."""
+        if self.fd < 0:
+            return bytearray(self.data)
+        return mmap.mmap(self.fd, self.nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+
+    def __del__(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+
+
 def _size(data: bytes, buffers: list[Any]) -> int:
-    return len(data) + sum(memoryview(b).nbytes for b in buffers)
+    return len(data) + sum(b.nbytes if isinstance(b, _MemoryFile) else memoryview(b).nbytes for b in buffers)
 
 
 def _remove(path: str) -> None:
