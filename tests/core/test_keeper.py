@@ -8,16 +8,18 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from skyward.transport.keeper import MARK
 from skyward.transport.ssh_link import ack_frame, greeting
 from skyward.wire import Frame, FrameDecoder, Kind, encode
 
-#: The stand-in worker: once `go` exists, 200 LOG frames of one line each, then one RESULT.
+#: The stand-in worker: once `go` exists, 200 LOG frames of one line each, then one RESULT;
+#: `written` once the keeper has read them all.
 WORKER = textwrap.dedent(
     """
-    import os, sys, time
+    import fcntl, os, sys, termios, time
     from skyward.wire import Kind, encode
     while not os.path.exists("go"):
         time.sleep(0.02)
@@ -27,6 +29,9 @@ WORKER = textwrap.dedent(
         out.write(b"".join(bytes(p) for p in encode(Kind.LOG, 0, ("stdout", line))))
     out.write(b"".join(bytes(p) for p in encode(Kind.RESULT, 7, "the answer")))
     out.flush()
+    while fcntl.ioctl(1, termios.FIONREAD, b"0000") != b"\\0\\0\\0\\0":
+        time.sleep(0.01)  # the keeper has not read it all yet
+    open("written", "w").close()
     sys.stdin.read()  # until the keeper closes it
     """
 )
@@ -72,15 +77,25 @@ def control_line(channel: subprocess.Popen[bytes], name: str) -> str:
     raise AssertionError(f"the channel ended before the keeper said {name}")
 
 
-def frames_until_result(channel: subprocess.Popen[bytes]) -> list[Frame]:
+def until_exists(path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} did not appear"
+        time.sleep(0.02)
+
+
+def frames_until_result(channel: subprocess.Popen[bytes]) -> tuple[list[Frame], int]:
+    """The frames read up to an answer, and how many bytes that was."""
     frames: list[Frame] = []
     decoder = FrameDecoder(frames.append)
     assert channel.stdout is not None
+    received = 0
     while not any(frame.kind is Kind.RESULT for frame in frames):
         data = os.read(channel.stdout.fileno(), 65536)
         assert data, "the channel ended before the answer"
+        received += len(data)
         decoder.feed(data)
-    return frames
+    return frames, received
 
 
 def test_output_past_the_held_bytes_is_dropped_with_a_count_and_the_answer_kept(tmp_path: Path) -> None:
@@ -93,14 +108,15 @@ def test_output_past_the_held_bytes_is_dropped_with_a_count_and_the_answer_kept(
     first.stdin.close()  # the link drops: the keeper holds what the worker writes from now on
     first.stdout.close()  # type: ignore[union-attr]
     first.wait(10)
-    (tmp_path / "go").touch()  # the worker writes its 200 lines; nobody acknowledges them
+    (tmp_path / "go").touch()
+    until_exists(tmp_path / "written")  # the keeper read the worker's 200 lines with nobody there
 
     again = attach(tmp_path)
     assert again.stdin is not None
     again.stdin.write(greeting(0))  # nothing of the keeper's stream arrived before the drop
     again.stdin.flush()
     assert control_line(again, "resume") == "0"
-    frames = frames_until_result(again)
+    frames, received = frames_until_result(again)
     lines = [frame.payload[1] for frame in frames if frame.kind is Kind.LOG]
     kept = [line for line in lines if line.startswith("line ")]
     marker = [line for line in lines if "dropped" in line]
@@ -110,7 +126,9 @@ def test_output_past_the_held_bytes_is_dropped_with_a_count_and_the_answer_kept(
         "(it holds 0.015625 MiB for an absent client)\n"
     ]
     assert [frame.payload for frame in frames if frame.kind is Kind.RESULT] == ["the answer"]
-    os.killpg(worker, 9)  # the worker ends: the keeper says so, and lets the channel go
+    os.killpg(worker, 9)  # the worker ends: the keeper says so once the client has it all
+    again.stdin.write(ack_frame(received))
+    again.stdin.flush()
     assert control_line(again, "exit") == "-9"
     again.wait(10)
 
@@ -122,7 +140,7 @@ def test_a_new_channel_gets_what_the_client_did_not_acknowledge(tmp_path: Path) 
     first.stdin.flush()
     worker = int(first.stderr.readline())
     (tmp_path / "go").touch()
-    frames = frames_until_result(first)
+    frames, _ = frames_until_result(first)
     assert sum(frame.kind is Kind.LOG for frame in frames) == 200
     first.stdin.write(ack_frame(1000))  # the client says it has the first 1000 bytes only
     first.stdin.flush()
@@ -185,7 +203,7 @@ def test_what_the_keeper_did_not_get_before_a_drop_is_sent_again_from_its_count(
     assert has == 70_000  # all that reached it before the drop, and no more
     again.stdin.write(task[has:])
     again.stdin.flush()
-    answers = [frame for frame in frames_until_result(again) if frame.kind is Kind.RESULT]
+    answers = [frame for frame in frames_until_result(again)[0] if frame.kind is Kind.RESULT]
     assert [(frame.id, frame.payload) for frame in answers] == [(5, 200_000)]
     os.killpg(worker, 9)
     again.wait(10)

@@ -13,7 +13,7 @@ they are let go. Both ends count the bytes of each direction: a new attachment s
 client's count (`RESUME`), the keeper answers with its own (`::skyward-resume:N`), and each side
 sends the other what came after. Nothing else is added to the stream: the keeper finds frames by
 their headers (`skyward.wire.HEADER`) only to take out the client's acknowledgements (`ACK`, a
-frame kind the worker never sees) and, beyond `HOLD` bytes held for an absent client, the
+frame kind the worker never sees) and, beyond `HOLD` bytes held while no client is attached, the
 worker's output (`LOG` frames, counted and replaced by one line saying how many lines were
 dropped). Answers are never dropped: past `HARD`, the keeper stops reading the worker, which waits.
 
@@ -52,9 +52,12 @@ END = 63
 LOG = 26  # skyward.wire.Kind.LOG
 #: Control lines on stderr start with this.
 MARK = "::skyward-"
-#: Bytes held for a client that has not acknowledged them, beyond which output is dropped.
+#: Bytes held that the client has not acknowledged: beyond them, the keeper stops reading the
+#: worker while a client is attached (it waits, as on a full pipe), and drops the worker's output
+#: while none is.
 HOLD = 32 * 1024 * 1024
-#: Held bytes beyond which the keeper stops reading the worker (and the client's channel).
+#: Bytes held for an absent client beyond which the keeper stops reading the worker (answers are
+#: never dropped), or the client's channel.
 HARD = 256 * 1024 * 1024
 #: The keeper tells the client what it has after this many bytes, or within a `TICK`.
 ACK_EVERY = 1024 * 1024
@@ -185,7 +188,7 @@ class Keeper:
 
     def _from_worker(self, kind: int, fid: int, piece: Any, first: bool, last: bool) -> None:
         if first:
-            self.dropping = kind == LOG and len(self.out) > self.hold
+            self.dropping = kind == LOG and not self.attached and len(self.out) > self.hold
             if self.dropping:
                 self.dropped_head, self.dropped_body = bytes(piece), bytearray()
             else:
@@ -317,7 +320,9 @@ class Keeper:
     def _interest(self, win: int, wout: int, werr: int) -> tuple[list[int], list[int]]:
         readers = [self.listener.fileno()]
         writers = []
-        if self.worker_out_open and len(self.out) < HARD:
+        # A client that is there paces the worker, as a pipe would; one that is away gets its
+        # answers held up to HARD, and output past `hold` dropped.
+        if self.worker_out_open and len(self.out) < (self.hold if self.attached else HARD):
             readers.append(wout)
         if werr >= 0:
             readers.append(werr)
@@ -332,6 +337,10 @@ class Keeper:
             if att.err_pending:
                 writers.append(att.err)
         return readers, writers
+
+    @property
+    def attached(self) -> bool:
+        return self.att is not None and self.att.greeted
 
     def _end(self) -> int:
         return self.base + len(self.out)
