@@ -139,8 +139,18 @@ class Attachment:
         self.greeting = bytearray()
         self.greeted = False
         self.err_pending = bytearray()
+        #: The worker's stderr left a line open: a control line must start on a line of its own.
+        self.line_open = False
         for fd in fds:
             os.set_blocking(fd, False)
+
+    def say(self, data: bytes, control: bool = False) -> None:
+        """Queue stderr bytes: the worker's as they come, or one control line."""
+        if control and self.line_open:
+            data = b"\n" + data
+        if data:
+            self.err_pending += data
+            self.line_open = not data.endswith(b"\n")
 
     def close(self) -> None:
         for fd in {self.inp, self.out, self.err}:
@@ -248,13 +258,13 @@ class Keeper:
 
     def _say(self, line: str) -> None:
         if self.att is not None:
-            self.att.err_pending += f"{MARK}{line}\n".encode()
+            self.att.say(f"{MARK}{line}\n".encode(), control=True)
 
     def attach(self, att: Attachment) -> None:
         self.detach()
         self.att = att
         if self.worker_err:
-            att.err_pending += self.worker_err
+            att.say(bytes(self.worker_err))
             self.worker_err.clear()
 
     def detach(self) -> None:
@@ -366,7 +376,7 @@ class Keeper:
         except OSError:
             data = b""
         if self.att is not None:
-            self.att.err_pending += data
+            self.att.say(data)
         else:
             self.worker_err += data
             del self.worker_err[: max(0, len(self.worker_err) - ERR_TAIL)]
