@@ -103,8 +103,10 @@ def resolve_region(config: AWS, spec_region: str | None) -> str:
     return session.region_name or DEFAULT_REGION
 
 
-def clients_for(config: AWS, region: str) -> Clients:
-    session = _session(config.profile)
+def clients_for(config: AWS, region: str, session: Any = None) -> Clients:
+    """The clients for `region`, from `session` when given: one session serving many regions
+    parses botocore's service descriptions (EC2's is megabytes of JSON) once, not once a region."""
+    session = session if session is not None else _session(config.profile)
     return Clients(region, _client(session, "ec2", region, config.endpoint_url), session, config.endpoint_url)
 
 

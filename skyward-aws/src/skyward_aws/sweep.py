@@ -52,6 +52,8 @@ class AWSSweeper:
 
     name: str = "AWS"
     gone_timeout: float = GONE_TIMEOUT
+    #: One boto3 session for every region this sweep looks in (`clients_for`), made at first use.
+    _session: Any = attrs.field(default=None, init=False, repr=False)
 
     def credentials(self) -> CredentialStatus:
         from skyward_aws.config import AWS
@@ -63,8 +65,10 @@ class AWSSweeper:
 
         from skyward_aws.config import AWS
 
-        where = region or boto3.session.Session().region_name or DEFAULT_REGION
-        return clients_for(AWS(endpoint_url=_endpoint()), where)
+        if self._session is None:
+            self._session = boto3.session.Session()
+        where = region or self._session.region_name or DEFAULT_REGION
+        return clients_for(AWS(endpoint_url=_endpoint()), where, self._session)
 
     def regions(self, region: str | None) -> list[str]:
         """Where to look: `region`; every enabled region for "all"; else the configured region
