@@ -49,8 +49,13 @@ def make_venv_seeing_this_python(path: Path) -> Path:
     runs in a venv, that leaves out the venv's own (the test requirements, the editable checkout).
     A .pth file in the new venv adds them as site dirs, after the new venv's own site-packages, so
     what a test installs into the new venv wins over what it sees.
+
+    The venv gets no pip of its own (`--without-pip`: ensurepip takes seconds per venv): the pip it
+    sees, run by the venv's python (`python -m pip`), installs into the venv.
     """
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(path)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(path)], check=True
+    )
     python = path / "bin" / "python"
     if sys.prefix != sys.base_prefix:
         purelib = subprocess.run(
