@@ -28,13 +28,14 @@ CODE_DISTRIBUTIONS = {
     "skyward-vastai": "skyward_vastai",
     "skyward-verda": "skyward_verda",
     "skyward-novita": "skyward_novita",
+    "skyward-slurm": "skyward_slurm",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
 META_FOLDER = "skyward-meta"
 FOLDERS = [*CODE_DISTRIBUTIONS, META_FOLDER]
 EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
-          "verda": "skyward-verda", "novita": "skyward-novita",
+          "verda": "skyward-verda", "novita": "skyward-novita", "slurm": "skyward-slurm",
           "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 

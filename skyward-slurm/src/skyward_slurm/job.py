@@ -2,10 +2,10 @@
 `squeue`, `sinfo` and `scancel` say of it.
 
 The batch script holds the nodes and does nothing else but watch the pool's lease, a file in the
-shared home folder that holds an epoch second: the client writes it ahead every `Spec.ttl`/3
-(`renew_lease`). Once the lease has lapsed (the client was killed, or lost its network), or the
-file is gone (the pool ended), the script cancels its own job: nothing outlives its client by
-more than `ttl` and a few seconds. `--time` bounds the job whatever happens.
+shared home folder that holds an epoch second: the client writes it ahead several times per
+`Spec.ttl`. Once the lease has lapsed (the client was killed, or lost its network), or the file
+is gone (the pool ended), the script removes the pool's folder and cancels its own job: nothing
+outlives its client by more than `ttl` and a few seconds. `--time` bounds the job whatever happens.
 
 A Skyward job is named `skyward-<pool id>` and carries the comment `skyward:<pool id>`, which is
 how `sky ls` and `sky down` find it without a pool.
@@ -64,6 +64,7 @@ def batch_script(pool_id: str, pool_dir: str, options: list[str]) -> str:
         f"  sleep {LEASE_POLL}",
         "done",
         'echo "skyward: the pool\'s lease lapsed or the pool ended: cancelling job $SLURM_JOB_ID"',
+        f"rm -rf {q(pool_dir)}",
         'scancel "$SLURM_JOB_ID"',
         "",
     ]

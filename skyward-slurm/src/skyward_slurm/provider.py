@@ -8,8 +8,9 @@
 - `connect`: build the venv once per pool in the shared home folder (warm across pools per image,
   `~/.skyward/envs`), then start the node's worker as an `srun --overlap` step whose standard
   streams are the worker's channel.
-- `renew_lease` moves the job's lease ahead; `terminate`/`teardown` cancel the job (`scancel`)
-  and remove the pool's folder.
+- the job's lease is moved ahead several times per `Spec.ttl` while the pool lives, so the job
+  outlives a killed client by `ttl` and the guardian's few seconds; `terminate`/`teardown`
+  cancel the job (`scancel`) and remove the pool's folder.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ QUEUE_POLL = 1.0
 #: A lease for `Spec(ttl=0)` (no grace period): the job ends with its `--time` or its pool.
 NO_LEASE = 10 * 365 * 86400
 LOGIN_TIMEOUT = 20.0
+#: The least a lease reaches ahead (seconds): the job's guardian reads it every few seconds.
+LEASE_MARGIN = 3.0
 
 
 class SlurmProvider(Provider):
@@ -59,6 +62,7 @@ class SlurmProvider(Provider):
         self._job: str | None = None
         self._instances: dict[int, Instance] = {}
         self._script: Any = None
+        self._keeper: asyncio.Future[None] | None = None
         self._bootstrap_lock = asyncio.Lock()
         self._log = structlog.get_logger()
 
@@ -121,7 +125,8 @@ class SlurmProvider(Provider):
             return self._same_job(nodes)
         spec = cluster.spec
         count = max(nodes) + 1
-        await self._write_lease(cluster, time.time() + self._queue_timeout() + self._start_budget(spec))
+        await self._write_lease(cluster, self._lease_ahead(spec))
+        self._keeper = asyncio.ensure_future(self._keep_lease(cluster))
         pool_dir = self.pool_dir(cluster)
         script = jobs.batch_script(cluster.id, pool_dir, self.config.sbatch_options(spec, count))
         path = f"{pool_dir}/job.sh"
@@ -136,7 +141,6 @@ class SlurmProvider(Provider):
         names = list(facts)
         if len(names) < count:
             raise ProvisionError(f"Slurm job {self._job} runs on {len(names)} node(s), {count} asked for")
-        await self._write_lease(cluster, time.time() + self._start_budget(spec))
         for i, name in enumerate(names):
             fact = facts[name]
             self._instances[i] = Instance(
@@ -169,9 +173,24 @@ class SlurmProvider(Provider):
         value = self.options.provision_timeout
         return float(value) if value is not None else DEFAULT_QUEUE_TIMEOUT
 
-    def _start_budget(self, spec: Spec) -> float:
-        bootstrap = float(self.options.bootstrap_timeout or 900)
-        return bootstrap + float(spec.ttl or NO_LEASE)
+    @staticmethod
+    def _lease_ahead(spec: Spec) -> float:
+        """Until when the job may live without another word from this client."""
+        ttl = float(spec.ttl)
+        return time.time() + (max(ttl, 2 * LEASE_MARGIN) if ttl else NO_LEASE)
+
+    async def _keep_lease(self, cluster: Cluster) -> None:
+        """Move the job's lease ahead several times per `ttl`, from submission on (a job that
+        starts after its client died finds its lease lapsed and ends at once)."""
+        from skyward.guardian import renew_interval
+
+        interval = renew_interval(float(cluster.spec.ttl))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._write_lease(cluster, self._lease_ahead(cluster.spec))
+            except Exception as exc:  # noqa: BLE001 - the lease outlasts several renewals
+                self._log.warning("skyward.slurm_lease_failed", error=str(exc))
 
     async def _await_running(self, cluster: Cluster, nodes: list[int]) -> jobs.JobState:
         """Poll `squeue` until the job runs; say why it waits; give up after the queue timeout."""
@@ -234,7 +253,8 @@ class SlurmProvider(Provider):
             return self._script
 
     async def renew_lease(self, cluster: Cluster, instances: list[Instance], until: float) -> None:
-        await self._write_lease(cluster, until if cluster.spec.ttl else time.time() + NO_LEASE)
+        """Nothing more: the provider's own renewal (`_keep_lease`) holds the lease to `ttl`."""
+        return None
 
     async def _write_lease(self, cluster: Cluster, until: float) -> None:
         path = f"{self.pool_dir(cluster)}/lease"
@@ -250,6 +270,9 @@ class SlurmProvider(Provider):
             await self._cancel(cluster)
 
     async def _cancel(self, cluster: Cluster) -> None:
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
         job, self._job = self._job, None
         if job is None or self._place is None:
             return
