@@ -167,7 +167,10 @@ def test_a_second_bootstrap_reuses_the_venv(node: dict[str, Any]) -> None:
     assert time.monotonic() - started < max(node["seconds"], 20)
 
 
-def test_a_failing_pip_phase_names_phase_command_and_uv_error(uv_cache: Any, tmp_path: Path) -> None:
+def test_a_failing_pip_phase_names_phase_command_and_uv_error(
+    uv_cache: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # uv wraps its error to the terminal's width: one line here
     events = Events()
     image = sky.Image(pip=["this-package-does-not-exist-skyward"])
     with pytest.raises(BootstrapFailed) as caught:

@@ -65,7 +65,10 @@ def test_nodes_have_separate_venvs() -> None:
     assert [Path(s["python"]).parts[-4] for s in seen] == ["node-0", "node-1"]
 
 
-def test_a_missing_package_fails_the_pool_with_the_pip_phase_and_cleans_up() -> None:
+def test_a_missing_package_fails_the_pool_with_the_pip_phase_and_cleans_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # uv wraps its error to the terminal's width: one line here
     compute = isolated_pool(nodes=1, image=sky.Image(pip=["this-package-does-not-exist-skyward"]))
     with pytest.raises(BootstrapFailed) as caught:
         compute.start()
