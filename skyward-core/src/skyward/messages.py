@@ -69,13 +69,8 @@ class TaskMessage:
 
     @classmethod
     def from_wire(cls, payload: tuple[Any, ...]) -> TaskMessage:
-        """The task a worker takes; its large arguments put back from the worker's blobs
-        (LookupError names one the worker does not hold)."""
-        if len(payload) > 7 and payload[7]:
-            from skyward.worker.blobs import resolve_arguments
-
-            args, kwargs = resolve_arguments(payload[1], payload[2])
-            return cls(payload[0], args, kwargs, *payload[3:])
+        """The task a worker takes, as sent: with `blobs`, its large arguments are still `BlobRef`s,
+        which the worker puts back from what it holds (`skyward.worker.blobs.resolve_task`)."""
         return cls(*payload)
 
 

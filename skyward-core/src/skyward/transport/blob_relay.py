@@ -1,7 +1,7 @@
 """A node's part in relaying a large argument to the pool's other nodes (`python -m` this module).
 
 The client sends one copy up its own link, to the first node; each node writes what it reads into
-its node folder (`skyward.worker.blobs.BLOB_DIR`) and forwards it, chunk by chunk as it arrives,
+its node folder (`BLOB_DIR`) and forwards it, chunk by chunk as it arrives,
 to the next node over SSH: client -> A -> B -> C -> D, each link carrying one copy at once, so the
 whole broadcast takes about one copy's time on the client's uplink.
 
@@ -32,7 +32,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from skyward.worker.blobs import BLOB_DIR
+#: The folder, inside the node folder (the worker's working directory), where relayed blobs land
+#: (the worker adopts them from there: `skyward.worker.blobs`).
+BLOB_DIR = ".skyward-blobs"
 
 #: The header's length prefix.
 LENGTH = struct.Struct("<I")

@@ -3,7 +3,7 @@
 A task argument of `skyward.client.blobs.BLOB_MIN` bytes or more does not travel inside its task:
 it crosses to each worker once, as a BLOB frame `(key, pickle, buffers)`, and the task carries a
 `BlobRef`, which the worker replaces with a fresh copy of the value as it takes the task
-(`resolve_arguments`, from `TaskMessage.from_wire`). The worker keeps each large buffer of the
+(`resolve_task`, as the worker takes the task). The worker keeps each large buffer of the
 value in a memory file (`memfd`) and gives every task a private, copy-on-write mapping of it: a
 task may change the numpy array it was given, which copies only the pages it writes, and the next
 task of the worker still receives the argument as it was sent.
@@ -28,8 +28,9 @@ from typing import Any
 
 import attrs
 
-#: The folder, inside the node folder (the worker's working directory), where relayed blobs land.
-BLOB_DIR = ".skyward-blobs"
+from skyward.messages import TaskMessage
+from skyward.transport.blob_relay import BLOB_DIR
+
 #: A BLOB frame's id: the blob itself, or the control frame (keys to drop, keys to adopt).
 BLOB_DATA = 0
 BLOB_CONTROL = 1
@@ -226,6 +227,13 @@ def resolve_arguments(
         return store.value(arg.key) if type(arg) is BlobRef else arg
 
     return tuple(value(a) for a in args), {k: value(v) for k, v in kwargs.items()}
+
+
+def resolve_task(task: TaskMessage) -> TaskMessage:
+    """`task` with each `BlobRef` among its arguments replaced by its argument (LookupError if
+    this worker does not hold it)."""
+    args, kwargs = resolve_arguments(task.args, task.kwargs)
+    return attrs.evolve(task, args=args, kwargs=kwargs)
 
 
 def stats() -> BlobStats:

@@ -29,6 +29,7 @@ from skyward.messages import Hello, RemoteFailure, StreamRef, TaskMessage
 from skyward.payload import Undecodable
 from skyward.transport import lane
 from skyward.wire import Frame, Kind, encode
+from skyward.worker.blobs import resolve_task
 from skyward.worker.capture import OutputPump
 from skyward.worker.channel import WorkerChannel
 from skyward.worker.functions import HeldFunction, ShippedFunctions
@@ -114,6 +115,8 @@ class Worker:
             self.running[frame.id] = state  # now, so a CANCEL read next finds it
             try:
                 msg = TaskMessage.from_wire(frame.payload)
+                if msg.blobs:
+                    msg = resolve_task(msg)
             except LookupError as exc:  # a large argument this worker does not hold (worker/blobs.py)
                 return Job(functools.partial(self.refuse, frame.id, exc))
             streams = msg.generator or msg.streams  # the client says so: no scan of the arguments here
