@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -199,18 +200,27 @@ def _idle(cluster: SlurmCluster) -> bool:
 def _stop(root: Path, nodes: tuple[str, ...], env: dict[str, str]) -> None:
     with contextlib.suppress(Exception):
         subprocess.run(["scancel", "--user", str(os.getuid())], env=env, timeout=20, capture_output=True)
-    pid_files = [root / f"slurmd-{n}.pid" for n in nodes] + [
-        root / "slurmctld.pid",
-        root / "munge" / "munged.pid",
-    ]
-    for pid_file in pid_files:
+    pid_files = [root / f"slurmd-{n}.pid" for n in nodes]
+    pid_files += [root / "slurmctld.pid", root / "munge" / "munged.pid"]
+    pids = []
+    for pid_file in pid_files:  # read first: a daemon removes its pid file as it begins to stop
         with contextlib.suppress(OSError, ValueError):
-            os.kill(int(pid_file.read_text().strip()), 15)
+            pids.append(int(pid_file.read_text().strip()))
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 20
-    for pid_file in pid_files:
-        with contextlib.suppress(OSError, ValueError):
-            pid = int(pid_file.read_text().strip())
-            while time.monotonic() < deadline:
-                os.kill(pid, 0)
-                time.sleep(0.2)
-            os.kill(pid, 9)
+    for pid in pids:
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.2)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (a daemon's parent here may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
