@@ -85,54 +85,78 @@ class LocalPlace:
 
 
 class SSHPlace:
-    """The login node, over one SSH connection (host key checked against `known_hosts`)."""
+    """The login node, over one SSH connection (host key checked against `known_hosts`), opened
+    again when it has dropped: a lost worker then restarts over the new one."""
 
-    def __init__(self, conn: Connection, home: str, label: str) -> None:
-        self.conn = conn
-        self.home = home
-        self.label = label
+    def __init__(self, target: str, *, key_file: str | None, known_hosts: str | None, timeout: float) -> None:
+        from skyward.providers.ssh import parse_host
+
+        self.target = target
+        self.label = str(parse_host(target))
+        self.home = ""
+        self._settings = {"key_file": key_file, "known_hosts": known_hosts}
+        self._timeout = timeout
+        self._conn: Connection | None = None
+        self._lock = asyncio.Lock()
 
     @classmethod
     async def open(
         cls, target: str, *, key_file: str | None, known_hosts: str | None, timeout: float
     ) -> SSHPlace:
-        import time
+        place = cls(target, key_file=key_file, known_hosts=known_hosts, timeout=timeout)
+        await place.connection()
+        return place
 
-        from skyward.providers.ssh import parse_host
-        from skyward.transport.ssh import connect_with_retry
+    async def connection(self) -> Connection:
+        """The live connection, logging in again if it dropped; the first login learns $HOME."""
+        async with self._lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return self._conn
+            import time
 
-        host = parse_host(target)
-        conn = await connect_with_retry(
-            host.host,
-            host.port,
-            host.user or None,
-            deadline=time.monotonic() + timeout,
-            key_file=key_file,
-            known_hosts=known_hosts,
-        )
-        result = await conn.run('printf "%s\\n" "$HOME"', check=False)
-        home = str(result.stdout or "").strip()
-        if not home.startswith("/"):
-            conn.close()
-            raise ConfigurationError(f"Slurm(login={target!r}): the login node did not report a home folder")
-        return cls(conn, home, str(host))
+            from skyward.providers.ssh import parse_host
+            from skyward.transport.ssh import connect_with_retry
+
+            host = parse_host(self.target)
+            conn = await connect_with_retry(
+                host.host,
+                host.port,
+                host.user or None,
+                deadline=time.monotonic() + self._timeout,
+                **self._settings,
+            )
+            if not self.home:
+                result = await conn.run('printf "%s\\n" "$HOME"', check=False)
+                home = str(result.stdout or "").strip()
+                if not home.startswith("/"):
+                    conn.close()
+                    raise ConfigurationError(
+                        f"Slurm(login={self.target!r}): the login node did not report a home folder"
+                    )
+                self.home = home
+            self._conn = conn
+            return conn
 
     async def run(self, command: str, *, timeout: float = 60.0, stdin: str | None = None) -> Result:
-        done = await asyncio.wait_for(self.conn.run(command, input=stdin, check=False), timeout)
+        conn = await self.connection()
+        done = await asyncio.wait_for(conn.run(command, input=stdin, check=False), timeout)
         return Result(int(done.exit_status or 0), str(done.stdout or ""), str(done.stderr or ""))
 
     def runner(self, pid_file: str) -> Any:
         from skyward.transport.ssh_commands import SSHRunner
 
-        return SSHRunner(self.conn, label=self.label, pid_file=pid_file)
+        assert self._conn is not None
+        return SSHRunner(self._conn, label=self.label, pid_file=pid_file)
 
     async def channel(self, command: str, label: str) -> Channel:
         from skyward.transport.ssh import SSHChannel
 
-        return await SSHChannel(self.conn, command, label=label).open()
+        return await SSHChannel(await self.connection(), command, label=label).open()
 
     async def close(self) -> None:
-        self.conn.close()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
 
 def srun_line(job: str, node: str, workdir: str, launch_line: str, gres: str | None) -> str:
