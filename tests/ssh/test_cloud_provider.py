@@ -26,7 +26,7 @@ from ssh_hosts import SSHServer, free_port, loopback, start_machine, workers_of
 import skyward as sky
 from skyward.errors import CapacityError, HostKeyError, ProvisionError
 from skyward.observe.logging import registered_secrets
-from skyward.providers.base import Cluster, Instance
+from skyward.providers.base import Cluster, Instance, ProviderConfig
 from skyward.providers.cloud import CloudProvider, MachineAccess, with_backoff
 
 _addresses = itertools.count(2)
@@ -125,7 +125,7 @@ class ToyProvider(CloudProvider):
 
 
 @attrs.frozen
-class Toy:
+class Toy(ProviderConfig):
     cloud: ToyCloud = attrs.field(eq=False)
 
     @property

@@ -14,7 +14,7 @@ import pytest
 from ssh_hosts import SSHHosts, free_port, loopback, ssh_pool, ssh_provider, write_key
 
 import skyward as sky
-from skyward.providers.base import Cluster, Instance, Provider
+from skyward.providers.base import Cluster, Instance, Provider, ProviderConfig
 from skyward.providers.remote import RemoteNodes
 from skyward.transport.ssh import SSHAuthError, connect
 
@@ -138,7 +138,7 @@ class PinnedCloud(Provider):
 
 
 @attrs.frozen
-class PinnedCloudConfig:
+class PinnedCloudConfig(ProviderConfig):
     hosts: Any
     known_hosts: str
     pin: str | None = None

@@ -19,7 +19,7 @@ import attrs
 
 from skyward.extension.hookspecs import hookimpl
 from skyward.options import Options
-from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
+from skyward.providers.base import Cluster, Instance, NodeSetup, Provider, ProviderConfig
 from skyward.spec import Spec
 from skyward.transport.pipes import PipeChannel
 
@@ -27,7 +27,7 @@ DEFAULT_ROOT = os.path.join(tempfile.gettempdir(), "skyward-folders")
 
 
 @attrs.frozen
-class Folders:
+class Folders(ProviderConfig):
     """Run each node in its own folder under `root`, as a worker process of this machine."""
 
     root: str = DEFAULT_ROOT

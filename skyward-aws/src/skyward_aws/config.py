@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
 from skyward.errors import ConfigurationError
+from skyward.providers.base import ProviderConfig
 
 if TYPE_CHECKING:
     from skyward.options import Options
@@ -133,7 +134,7 @@ def _optional_text(instance: object, attribute: attrs.Attribute[Any], value: obj
 
 
 @attrs.frozen(kw_only=True)
-class AWS:
+class AWS(ProviderConfig):
     """Run a pool on EC2 machines made for it and deleted with it.
 
     `region=None` uses `Spec(region=...)`, then your AWS configuration's default (us-east-1 when
@@ -185,6 +186,8 @@ class AWS:
         from skyward_aws.provider import AWSProvider
 
         return AWSProvider(self, options)
+
+    has_volume_storage: ClassVar[bool] = True
 
     def volume_storage(self, spec: Spec) -> Storage:
         """The store of `sky.Volume(storage=None)`: S3 in the pool's region, with temporary keys for

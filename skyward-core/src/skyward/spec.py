@@ -24,6 +24,7 @@ from skyward.image import Image
 
 if TYPE_CHECKING:
     from skyward.accelerators import Accelerator
+    from skyward.extension.provider_config import ProviderConfig
 
 __all__ = [
     "ALLOCATIONS",
@@ -273,10 +274,18 @@ def _provider(value: object) -> object:
                 f"Spec(provider={value.__name__}): a provider class needs its settings here ({exc}); "
                 f"pass an instance, e.g. provider=sky.{value.__name__}(...)"
             ) from None
+    from skyward.extension.provider_config import ProviderConfig
+
     if not callable(getattr(value, "create", None)) or isinstance(value, type):
         raise ConfigurationError(
             f"Spec(provider={value!r}): expected a provider such as sky.Local() or sky.SSH(hosts=[...]), "
             'or its name ("local", "aws"), not a value of type ' + type(value).__name__
+        )
+    if not isinstance(value, ProviderConfig):
+        raise ConfigurationError(
+            f"Spec(provider={type(value).__name__}(...)): a provider config subclasses "
+            "skyward.providers.base.ProviderConfig (it declares what Skyward asks of a provider, with "
+            f"defaults): write `class {type(value).__name__}(ProviderConfig)`"
         )
     return value
 
@@ -342,13 +351,11 @@ def _check_volume_stores(spec: Spec, attribute: attrs.Attribute[tuple[Volume, ..
     """A volume without ``storage=`` needs a provider with a store of its own (``volume_storage``,
     as AWS's S3); a provider that mounts nothing (``mounts_volumes = False``: ``Local``) is exempt."""
     provider = spec.provider
-    if provider is None or not getattr(provider, "mounts_volumes", True):
-        return
-    if callable(getattr(provider, "volume_storage", None)):
+    if provider is None or not provider.mounts_volumes or provider.has_volume_storage:
         return
     for volume in volumes:  # type: ignore[attr-defined]
         if volume.storage is None:
-            name = getattr(provider, "name", type(provider).__name__)
+            name = provider.name
             raise ConfigurationError(
                 f"Volume(bucket={volume.bucket!r}, mount={volume.mount!r}): {name} has no object store of "
                 "its own; pass storage=, e.g. storage=sky.storage.R2(account_id=..., access_key=..., "
@@ -379,17 +386,16 @@ def _positive(kind: Any, example: str) -> Any:
     return check
 
 
-def _provider_nodes(provider: object) -> int:
+def _provider_nodes(provider: ProviderConfig | None) -> int:
     """How many nodes a spec has when ``nodes=`` is not given: one, or what the provider offers
     (``sky.SSH(hosts=[a, b])`` means two)."""
-    return getattr(provider, "default_nodes", None) or 1
+    return (provider.default_nodes if provider is not None else None) or 1
 
 
-def _check_provider_nodes(provider: object, nodes: Nodes) -> None:
+def _check_provider_nodes(provider: ProviderConfig | None, nodes: Nodes) -> None:
     """Let a provider with a fixed set of machines refuse more nodes than it has (raises)."""
-    check = getattr(provider, "check_nodes", None)
-    if check is not None:
-        check(nodes)
+    if provider is not None:
+        provider.check_nodes(nodes)
 
 
 def _check_image(instance: Spec, attribute: attrs.Attribute[Image], value: object) -> None:

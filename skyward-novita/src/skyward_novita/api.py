@@ -25,6 +25,7 @@ from skyward_novita.account import API_KEY_VARIABLE
 LOGGER = "skyward.novita"
 ERRORS = ApiErrors(
     cloud="Novita",
+    credential="the API key",
     credentials=f"check {API_KEY_VARIABLE} (or Novita(api_key=...))",
     capacity_phrases=(
         "insufficient", "not enough", "no available", "out of stock", "sold out", "no resource",

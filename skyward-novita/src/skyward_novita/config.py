@@ -15,6 +15,7 @@ import attrs
 from skyward.containers import image_ref
 from skyward.errors import ConfigurationError
 from skyward.observe.logging import register_secret
+from skyward.providers.base import ProviderConfig
 
 if TYPE_CHECKING:
     from skyward.options import Options
@@ -56,7 +57,7 @@ def _url(value: object) -> str | None:
 
 
 @attrs.frozen(kw_only=True)
-class Novita:
+class Novita(ProviderConfig):
     """Run a pool on Novita AI GPU instances: one container per node, reached over SSH as root.
 
     `api_key` defaults to `NOVITA_API_KEY`. `docker_image` is the container every node runs (a

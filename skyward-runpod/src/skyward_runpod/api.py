@@ -28,6 +28,7 @@ from skyward_runpod.account import API_KEY_VARIABLE
 #: How RunPod's errors read: its "no instances available" answers (spot or on-demand) are capacity.
 ERRORS = ApiErrors(
     cloud="RunPod",
+    credential="the API key",
     credentials=f"check {API_KEY_VARIABLE} (or RunPod(api_key=...)) and the key's permissions",
     capacity_phrases=(
         "no longer any instances available", "no instances available", "not enough free gpus",

@@ -24,6 +24,7 @@ import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.observe.logging import register_secret
+from skyward.providers.base import ProviderConfig
 from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def _optional_url(value: object) -> str | None:
 
 
 @attrs.frozen(kw_only=True)
-class RunPod:
+class RunPod(ProviderConfig):
     """Run a pool on RunPod: one pod per node, reached over SSH with keys made for the pool.
 
     `cloud_type` picks Secure Cloud, Community Cloud or either ("ALL"); `data_center_ids` pins

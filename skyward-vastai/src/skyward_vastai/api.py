@@ -34,6 +34,7 @@ T = TypeVar("T")
 
 ERRORS = ApiErrors(
     cloud="vastai",
+    credential="the API key",
     credentials=f"the API key was refused: check {API_KEY_VARIABLE} or VastAI(api_key=...)",
     gone_phrases=("no_such_instance", "not found", "does not exist"),
     advice={word: "add credit at https://cloud.vast.ai/billing/" for word in ("credit", "balance")},
@@ -70,6 +71,9 @@ class VastAPI:
 
             self._sdk = VastSDK(api_key=self._key, server_url=self._url)
         return self._sdk
+
+    async def close(self) -> None:
+        """Nothing to close: the SDK opens a `requests` call per request."""
 
     # -- calls -------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ import attrs
 from skyward.containers import image_ref
 from skyward.errors import ConfigurationError
 from skyward.observe.logging import register_secret
+from skyward.providers.base import ProviderConfig
 from skyward_vastai.account import SERVER_URL
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def _check_secret(instance: VastAI, attribute: attrs.Attribute[str | None], valu
 
 
 @attrs.frozen(kw_only=True)
-class VastAI:
+class VastAI(ProviderConfig):
     """Rent GPU machines on Vast.ai, one machine per node, as Docker containers reached over SSH.
 
     `api_key=None` reads `VAST_API_KEY` (then the file `vastai set api-key` writes). Offers are

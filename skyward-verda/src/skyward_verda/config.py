@@ -15,6 +15,7 @@ import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.observe.logging import register_secret
+from skyward.providers.base import ProviderConfig
 
 if TYPE_CHECKING:
     from skyward.options import Options
@@ -63,7 +64,7 @@ def _url(value: object) -> str | None:
 
 
 @attrs.frozen(kw_only=True)
-class Verda:
+class Verda(ProviderConfig):
     """Run a pool on Verda GPU VMs, one VM per node, reached over SSH as root.
 
     `client_id` / `client_secret` default to `VERDA_CLIENT_ID` / `VERDA_CLIENT_SECRET`.

@@ -12,7 +12,7 @@ searching for it. Missing credentials are information, not failure: you may not 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
@@ -21,6 +21,9 @@ from rich.text import Text
 from skyward.cli.output import draw, emit_json, json_option, table
 from skyward.errors import MissingPackageError
 from skyward.extension import registry
+
+if TYPE_CHECKING:
+    from skyward.providers.base import ProviderConfig
 
 check_option = click.option(
     "--check", is_flag=True, help="Also make one cheap authenticated call per provider to verify credentials."
@@ -32,15 +35,12 @@ def _distribution(plugin_name: str) -> str:
     return plugin_name.split(":")[0]
 
 
-def _credentials(cls: type, check: bool) -> dict[str, Any] | None:
-    answer = getattr(cls, "credentials", None)
-    if answer is None:
-        return None
+def _credentials(cls: type[ProviderConfig], check: bool) -> dict[str, Any] | None:
     try:
-        status = answer(check=check)
+        status = cls.credentials(check=check)
     except Exception as error:  # noqa: BLE001 - one provider's failure is shown beside the others
         return {"found": False, "where": f"{type(error).__name__}: {error}", "verified": None, "detail": ""}
-    return attrs.asdict(status)
+    return None if status is None else attrs.asdict(status)
 
 
 def _missing_hint(check: Any) -> str:

@@ -85,7 +85,7 @@ def volume_ops(cluster: Any) -> tuple[Op, ...]:
     `cluster` first, so `close_volume_stores(cluster)` ends them even when a later one fails."""
     spec = getattr(cluster, "spec", None)
     volumes = tuple(getattr(spec, "volumes", ()) or ())
-    if not volumes or not getattr(spec.provider, "mounts_volumes", True):
+    if not volumes or not spec.provider.mounts_volumes:
         return ()
     natural: Storage | None = None  # asked for at most once per pool (AWS makes keys for it)
     by_store: dict[int, tuple[Storage, list[Any]]] = {}  # per store object, its volumes, in order
@@ -104,14 +104,13 @@ def volume_ops(cluster: Any) -> tuple[Op, ...]:
 
 def _natural_storage(spec: Any, volume: Any) -> Storage:
     provider = spec.provider
-    answer = getattr(provider, "volume_storage", None)
-    name = getattr(provider, "name", type(provider).__name__)
-    if not callable(answer):
+    name = provider.name
+    storage = provider.volume_storage(spec)
+    if storage is None:
         raise ConfigurationError(
             f"Volume(bucket={volume.bucket!r}, mount={volume.mount!r}): {name} has no object store of its "
             "own; pass storage=, e.g. storage=sky.storage.S3(region=...) or sky.storage.R2(...)"
         )
-    storage = answer(spec)
     if not isinstance(storage, Storage):
         raise ConfigurationError(f"{name}.volume_storage answered {storage!r}, not a sky.storage.Storage")
     return storage

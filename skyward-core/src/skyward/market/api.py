@@ -27,6 +27,7 @@ from skyward.market.source import OfferSource, choose, fits, installed_sources
 from skyward.market.store import Store
 
 if TYPE_CHECKING:
+    from skyward.providers.base import ProviderConfig
     from skyward.spec import Spec
 
 
@@ -91,12 +92,9 @@ class SpecPrice:
     status: SourceStatus
 
 
-def offer_source(config: object) -> OfferSource | None:
+def offer_source(config: ProviderConfig) -> OfferSource | None:
     """The config's own source (`ProviderConfig.offer_source()`), or None when it has none."""
-    method = getattr(config, "offer_source", None)
-    if not callable(method):
-        return None
-    source = method()
+    source = config.offer_source()
     return source if isinstance(source, OfferSource) else None
 
 

@@ -49,13 +49,20 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from skyward.extension.provider_config import ProviderConfig as ProviderConfig
 from skyward.options import Options
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from skyward.bootstrap.ops import Op
+    from skyward.extension.plugin import LaunchCommand
+    from skyward.image import Image
+    from skyward.observe.events import Event
     from skyward.spec import Spec
     from skyward.transport.base import Channel
 
@@ -85,7 +92,7 @@ class Cluster:
 
     id: str
     provider: str
-    spec: Any
+    spec: Spec
     head_port: int = 29500
     state: dict[str, Any] = attrs.field(factory=dict, hash=False)
 
@@ -99,10 +106,10 @@ class NodeSetup:
     launcher folded over it.
     """
 
-    image: Any
-    ops: tuple[Any, ...]
-    launch: Any
-    emit: Callable[[Any], None]
+    image: Image
+    ops: tuple[Op, ...]
+    launch: LaunchCommand
+    emit: Callable[[Event], None]
     bootstrap_timeout: float
     secrets: tuple[str, ...] = ()
     #: Which of the node's workers this is (0 unless a plugin asks for several per node, as mig does).
@@ -112,25 +119,7 @@ class NodeSetup:
     #: Skyward's own wheels for the node (source "local"), assembled once by the pool before it
     #: asked for any machine, so that every node, a replacement too, gets the same ones. None:
     #: the bootstrap assembles them itself (a provider's own use of `prepare_node`).
-    wheels: tuple[Any, ...] | None = None
-
-
-class ProviderConfig(Protocol):
-    """What every provider config offers (a frozen attrs value; `Spec` recognises one by `create`).
-
-    `name` names the provider in events and errors. `create(options)` returns the `Provider` for
-    one pool, given the pool's `sky.Options` (None is read as `Options()`); it does no I/O.
-    `hourly_price(spec)` is one node's price per hour for `spec`, used only to order several specs
-    with `Options(selection="cheapest")`: None when the provider cannot tell (the spec goes last);
-    it may block (a price list, an offer search) and is run in a thread.
-    """
-
-    @property
-    def name(self) -> str: ...
-
-    def create(self, options: Options | None = None) -> Provider: ...
-
-    def hourly_price(self, spec: Spec) -> float | None: ...
+    wheels: tuple[Path, ...] | None = None
 
 
 class Provider(abc.ABC):

@@ -34,7 +34,7 @@ import abc
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import structlog
@@ -87,6 +87,12 @@ async def with_backoff(
     )
 
 
+class ApiClient(Protocol):
+    """A cloud's API client as the base sees it: something to close."""
+
+    async def close(self) -> None: ...
+
+
 class CloudProvider(Provider):
     """The shared half of every cloud provider; subclasses write the API calls (see the module)."""
 
@@ -101,6 +107,8 @@ class CloudProvider(Provider):
     #: compatible pool (`providers/linger.py`); a provider opts in once `resume_cloud` restores
     #: what its later calls need and `cluster.state` holds all its pool created.
     lingers = False
+    #: The cloud's API client, when it keeps one open (closed by `close_cloud`).
+    api: ApiClient | None = None
 
     def __init__(self, options: Options | None = None, *, python: str | None = None) -> None:
         super().__init__(options)
@@ -165,13 +173,10 @@ class CloudProvider(Provider):
         default."""
 
     async def close_cloud(self) -> None:
-        """Close the API session without deleting anything (the pool's machines are parked).
-        By default the `api` attribute's `close()`, where there is one."""
-        close = getattr(getattr(self, "api", None), "close", None)
-        if close is not None:
-            result = close()
-            if asyncio.iscoroutine(result):
-                await result
+        """Close the API session without deleting anything (the pool's machines are parked):
+        the `api` client's `close()`, where the provider has one."""
+        if self.api is not None:
+            await self.api.close()
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """Machines of this pool the cloud still has, found by its tag or name (`teardown` deletes
@@ -187,10 +192,10 @@ class CloudProvider(Provider):
         from skyward.guardian.boot import BootGuardian
 
         spec = cluster.spec
-        ttl = float(getattr(spec, "ttl", 600))
+        ttl = float(spec.ttl)
         timeout = self.options.bootstrap_timeout
         if timeout is None:
-            timeout = getattr(getattr(spec, "image", None), "bootstrap_timeout", 300)
+            timeout = spec.image.bootstrap_timeout
         return BootGuardian(cluster.id, node, ttl, initial_lease(float(timeout), ttl), end_command)
 
     # -- the Provider contract ---------------------------------------------------------------------

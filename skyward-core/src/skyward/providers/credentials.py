@@ -27,6 +27,7 @@ import attrs
 
 from skyward.errors import ConfigurationError, MissingPackageError
 from skyward.observe.logging import register_secret
+from skyward.providers.base import ProviderConfig
 from skyward.providers.calls import on_own_thread
 
 
@@ -145,18 +146,15 @@ def lacking(
     return MissingCredential(provider=provider, credential=credential, fix=fix, looked=status.where)
 
 
-def missing_credentials(config: object) -> MissingCredential | None:
-    """What `config` lacks to start, asked of its own `missing_credentials()`; None for a config
-    without one (SSH, Local, a third-party provider that does not say: its start tells)."""
-    check = getattr(config, "missing_credentials", None)
-    if not callable(check):
-        return None
-    found = check()
+def missing_credentials(config: ProviderConfig) -> MissingCredential | None:
+    """What `config` lacks to start, asked of its own `missing_credentials()`; None where it does
+    not say (SSH, Local, a third-party provider: its start tells)."""
+    found = config.missing_credentials()
     return found if isinstance(found, MissingCredential) else None
 
 
 @attrs.frozen(init=False)
-class UninstalledProvider:
+class UninstalledProvider(ProviderConfig):
     """`sky.RunPod` when skyward-runpod is not installed: a stand-in that takes any settings, so a
     script naming several providers builds on a machine that has only some of them installed.
 

@@ -33,7 +33,7 @@ import structlog
 
 from skyward.extension.plugin import LaunchCommand
 from skyward.options import Options
-from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
+from skyward.providers.base import Cluster, Instance, NodeSetup, Provider, ProviderConfig
 from skyward.transport import forkserver
 from skyward.transport.pipes import PipeChannel
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 
 @attrs.frozen
-class Local:
+class Local(ProviderConfig):
     """Run each node as a worker process on this machine (no cloud account needed).
 
     `isolated=True` bootstraps every node into its own venv with the remote bootstrap script,

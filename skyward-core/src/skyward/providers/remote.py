@@ -230,7 +230,7 @@ class RemoteNodes:
         self._launches += 1
         pid_file = f"{workdir}/worker-{self._launches}.pid"
         label = f"node {node} ({self._logins.get(node) or Login.of(instance)})"
-        grace = float(getattr(cluster.spec, "ttl", 600))
+        grace = float(cluster.spec.ttl)
         command, resume = self._kept(node, instance, script, setup, pid_file, workdir, grace)
         try:
             channel = await SSHChannel(conn, command, pid_file=pid_file, label=label, resume=resume).open()
@@ -297,7 +297,7 @@ class RemoteNodes:
         from skyward.guardian import initial_lease
         from skyward.transport.ssh_lease import guard
 
-        ttl = float(getattr(cluster.spec, "ttl", 600))
+        ttl = float(cluster.spec.ttl)
         pythons = tuple(p for p in (self.python, "python3", self.python_bin()) if p)
         try:
             renewal = await guard(

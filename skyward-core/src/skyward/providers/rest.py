@@ -77,6 +77,8 @@ class ApiErrors:
     cloud: str
     #: The fix for a refused credential: "check NOVITA_API_KEY (or Novita(api_key=...))".
     credentials: str
+    #: What the credential is called ("the API key").
+    credential: str = "the credentials"
     capacity_phrases: tuple[str, ...] = ()
     gone_phrases: tuple[str, ...] = ("not found", "not exist")
     #: Phrase -> what to do, for the cloud's other known refusals ("insufficient_funds": add funds).
@@ -89,7 +91,7 @@ class ApiErrors:
         words = f"{code} {message}".lower()
         if status in (401, 403) or code == "unauthorized_request":
             return ProvisionError(
-                f"{self.cloud} refused the credentials ({status}: {message}) when asked to {what}: "
+                f"{self.cloud} refused {self.credential} ({status}: {message}) when asked to {what}: "
                 f"{self.credentials}"
             )
         if status == 429:

@@ -24,7 +24,7 @@ import attrs
 
 from skyward.errors import ConfigurationError, HostKeyError
 from skyward.options import Options
-from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
+from skyward.providers.base import Cluster, Instance, NodeSetup, Provider, ProviderConfig
 from skyward.providers.remote import FIRST_LOGIN_TIMEOUT, Login, RemoteNodes
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def _path(value: object) -> str | None:
 
 
 @attrs.frozen
-class SSH:
+class SSH(ProviderConfig):
     """Run a pool on machines you already have: one node per host, in `hosts` order.
 
     `key_file` is the private key to log in with (default: your ssh-agent, then ~/.ssh/id_*);
