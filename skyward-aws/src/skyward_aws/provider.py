@@ -438,11 +438,20 @@ class AWSProvider(CloudProvider):
             self._log.info("skyward.aws_terminated", pool=cluster.id, instances=", ".join(ids))
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
-        rows = await self._call(resources.pool_instances, self.clients, cluster.id,
+        rows = await self._call(resources.pool_instances, await self._pool_clients(cluster), cluster.id,
                                 ("pending", "running", "stopping", "stopped"))
         return [
             Instance(id=str(r["InstanceId"]), node=int(_tag(r, resources.NODE_TAG) or -1)) for r in rows
         ]
+
+    async def _pool_clients(self, cluster: Cluster) -> Clients:
+        """The clients of the pool's region; on a provider that did not prepare the pool (`sky ls`
+        in another process asks a fresh one), made from the region its plan recorded."""
+        if self._clients is None:
+            plan: Plan | None = cluster.state.get("aws")
+            region = plan.region if plan is not None else await self._call(resolve_region, self.config, None)
+            self._clients = await self._call(clients_for, self.config, region)
+        return self._clients
 
     async def release(self, cluster: Cluster) -> None:
         """Terminate whatever of the pool is still listed, wait for it to go, then delete the

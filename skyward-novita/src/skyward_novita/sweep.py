@@ -11,49 +11,48 @@ lease: its instances never count as expired.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 
-from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus, verified
-from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, named_pool, parse_time
+from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.sweep import Machine, parse_time
 from skyward_novita.account import API_URL, locate_api_key
 from skyward_novita.machine import NAME_PREFIX
 
 URL_VARIABLE = "NOVITA_API_URL"
-T = TypeVar("T")
-
-
-def pool_of(row: dict[str, Any] | None) -> tuple[str, int] | None:
-    return named_pool(NAME_PREFIX, (row or {}).get("name"))
 
 
 @attrs.define
-class NovitaSweeper:
+class NovitaSweeper(NamedSweeper):
     name: str = "Novita"
+    prefix = NAME_PREFIX
 
     def credentials(self) -> CredentialStatus:
         return locate_api_key()
 
-    def _run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+    def client(self) -> Any:
         from skyward_novita.account import resolve_api_key
         from skyward_novita.api import NovitaAPI
 
-        url = os.environ.get(URL_VARIABLE) or API_URL
-        return run_closing(lambda: NovitaAPI(resolve_api_key(None), url), work)
+        return NovitaAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
 
-    def machines(self, region: str | None = None) -> list[Machine]:
+    async def rows(self, api: Any) -> list[Row]:
+        return list(await api.instances())
+
+    async def row(self, api: Any, machine_id: str) -> Row | None:
+        return await api.instance(machine_id)
+
+    async def delete(self, api: Any, machine_id: str) -> object:
+        return await api.delete(machine_id)
+
+    def gone(self, row: Row | None) -> bool:
         from skyward_novita.api import gone
 
-        async def work(api: Any) -> list[dict[str, Any]]:
-            return list(await api.instances())
+        return gone(row)
 
-        return [self._machine(r) for r in self._run(work) if pool_of(r) is not None and not gone(r)]
-
-    def _machine(self, row: dict[str, Any]) -> Machine:
-        pool, node = pool_of(row) or ("", None)
+    def machine(self, row: Row, pool: str, node: int) -> Machine:
         return Machine(
             provider=self.name, pool=pool, node=node, id=str(row.get("id")),
             instance_type=f"{row.get('gpuNum') or '?'}x {row.get('productName') or '?'}"
@@ -62,21 +61,6 @@ class NovitaSweeper:
             state=str(row.get("status") or "?"),
             launched_at=parse_time(row.get("createdAt")),
         )
-
-    def end(
-        self, machines: Sequence[Machine], pools: Collection[str] = (), region: str | None = None
-    ) -> SweepReport:
-        async def work(api: Any) -> list[Ended]:
-            from skyward_novita.api import gone
-
-            async def still_ours(machine: Machine) -> bool:
-                row = await api.instance(machine.id)
-                found = pool_of(row) if not gone(row) else None
-                return found is not None and found[0] == machine.pool
-
-            return await end_each(self.name, machines, still_ours, lambda m: api.delete(m.id), "name")
-
-        return SweepReport(tuple(self._run(work))) if machines else SweepReport()
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
@@ -87,4 +71,4 @@ def verify(status: CredentialStatus) -> CredentialStatus:
         return len(await api.instances())
 
     listing = "the credentials list the account's instances"
-    return verified(status, lambda: NovitaSweeper()._run(listed), listing, thread="novita-check")
+    return verified(status, lambda: NovitaSweeper().run(listed), listing, thread="novita-check")

@@ -13,24 +13,23 @@ lease: its pods never count as expired.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 
-from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus, locate_secret
-from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, named_pool, parse_time
+from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.sweep import Machine, named_pool, parse_time
 from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
 from skyward_runpod.pods import NAME_PREFIX, POOL_VARIABLE
 
 URL_VARIABLE = "RUNPOD_API_URL"
 GRAPHQL_URL_VARIABLE = "RUNPOD_GRAPHQL_URL"
-T = TypeVar("T")
 
 
-def pool_of(pod: dict[str, Any]) -> tuple[str, int] | None:
+def pool_of(pod: dict[str, Any] | None) -> tuple[str, int] | None:
     """(pool, node) of a pod Skyward made, else None: its name, checked against its environment."""
+    pod = pod or {}
     found = named_pool(NAME_PREFIX, pod.get("name"))
     env = pod.get("env")
     if found is None or not isinstance(env, dict) or POOL_VARIABLE not in env:
@@ -40,28 +39,33 @@ def pool_of(pod: dict[str, Any]) -> tuple[str, int] | None:
 
 
 @attrs.define
-class RunPodSweeper:
+class RunPodSweeper(NamedSweeper):
     name: str = "RunPod"
 
     def credentials(self) -> CredentialStatus:
         return locate_secret(API_KEY_VARIABLE)
 
-    def _run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+    def client(self) -> Any:
         from skyward_runpod.api import RunPodAPI
 
-        return run_closing(lambda: RunPodAPI(
+        return RunPodAPI(
             os.environ[API_KEY_VARIABLE].strip(), os.environ.get(URL_VARIABLE) or REST_URL,
             os.environ.get(GRAPHQL_URL_VARIABLE) or GRAPHQL_URL,
-        ), work)
+        )
 
-    def machines(self, region: str | None = None) -> list[Machine]:
-        async def work(api: Any) -> list[dict[str, Any]]:
-            return list(await api.list_pods())
+    async def rows(self, api: Any) -> list[Row]:
+        return list(await api.list_pods())
 
-        return [self._machine(p) for p in self._run(work) if pool_of(p) is not None]
+    async def row(self, api: Any, machine_id: str) -> Row | None:
+        return await api.get_pod(machine_id)
 
-    def _machine(self, pod: dict[str, Any]) -> Machine:
-        pool, node = pool_of(pod) or ("", None)
+    async def delete(self, api: Any, machine_id: str) -> object:
+        return await api.delete_pod(machine_id)
+
+    def pool_of(self, row: Row | None) -> tuple[str, int] | None:
+        return pool_of(row)
+
+    def machine(self, pod: Row, pool: str, node: int) -> Machine:
         gpu = pod.get("gpu") if isinstance(pod.get("gpu"), dict) else None
         kind = (f"{gpu.get('count', 1)}x {gpu.get('displayName') or gpu.get('id')}" if gpu
                 else f"CPU, {pod.get('vcpuCount', '?')} vCPU")
@@ -79,16 +83,3 @@ class RunPodSweeper:
             state=str(pod.get("desiredStatus") or "?").lower(),
             launched_at=parse_time(pod.get("lastStartedAt") or pod.get("createdAt")), hourly_price=hourly,
         )
-
-    def end(
-        self, machines: Sequence[Machine], pools: Collection[str] = (), region: str | None = None
-    ) -> SweepReport:
-        async def work(api: Any) -> list[Ended]:
-            async def still_ours(machine: Machine) -> bool:
-                pod = await api.get_pod(machine.id)
-                found = pool_of(pod) if pod is not None else None
-                return found is not None and found[0] == machine.pool
-
-            return await end_each(self.name, machines, still_ours, lambda m: api.delete_pod(m.id), "name")
-
-        return SweepReport(tuple(self._run(work))) if machines else SweepReport()

@@ -12,19 +12,18 @@ lease: its VMs never count as expired.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any, TypeVar
+from collections.abc import Collection
+from typing import Any
 
 import attrs
 
-from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus, verified
-from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, named_pool, parse_time
+from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.sweep import Ended, Machine, named_pool, parse_time
 from skyward_verda.account import API_URL, locate_credentials
 from skyward_verda.machine import NAME_PREFIX
 
 URL_VARIABLE = "VERDA_API_URL"
-T = TypeVar("T")
 
 
 def pool_of(row: dict[str, Any] | None) -> tuple[str, int] | None:
@@ -33,30 +32,38 @@ def pool_of(row: dict[str, Any] | None) -> tuple[str, int] | None:
 
 
 @attrs.define
-class VerdaSweeper:
+class VerdaSweeper(NamedSweeper):
     name: str = "Verda"
+    prefix = NAME_PREFIX
+    name_field = "hostname"
 
     def credentials(self) -> CredentialStatus:
         return locate_credentials()
 
-    def _run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+    def client(self) -> Any:
         from skyward_verda.account import resolve_credentials
         from skyward_verda.api import VerdaAPI
 
-        url = os.environ.get(URL_VARIABLE) or API_URL
-        return run_closing(lambda: VerdaAPI(resolve_credentials(None, None), url), work)
+        return VerdaAPI(resolve_credentials(None, None), os.environ.get(URL_VARIABLE) or API_URL)
 
-    def machines(self, region: str | None = None) -> list[Machine]:
-        async def work(api: Any) -> list[dict[str, Any]]:
-            return list(await api.instances())
+    async def rows(self, api: Any) -> list[Row]:
+        return list(await api.instances())
 
+    async def row(self, api: Any, machine_id: str) -> Row | None:
+        return await api.instance(machine_id)
+
+    async def delete(self, api: Any, machine_id: str) -> object:
+        return await api.delete_instances([machine_id])
+
+    def gone(self, row: Row | None) -> bool:
         from skyward_verda.api import gone
 
-        rows = [r for r in self._run(work) if pool_of(r) is not None and not gone(r)]
-        return [self._machine(r) for r in rows if region is None or str(r.get("location")) == region.upper()]
+        return gone(row)
 
-    def _machine(self, row: dict[str, Any]) -> Machine:
-        pool, node = pool_of(row) or ("", None)
+    def in_region(self, row: Row, region: str) -> bool:
+        return str(row.get("location")) == region.upper()
+
+    def machine(self, row: Row, pool: str, node: int) -> Machine:
         price = row.get("price_per_hour")
         try:
             hourly = float(price) if price is not None else None
@@ -69,27 +76,7 @@ class VerdaSweeper:
             launched_at=parse_time(row.get("created_at")), hourly_price=hourly,
         )
 
-    def end(
-        self, machines: Sequence[Machine], pools: Collection[str] = (), region: str | None = None
-    ) -> SweepReport:
-        async def work(api: Any) -> list[Ended]:
-            from skyward_verda.api import gone
-
-            async def still_ours(machine: Machine) -> bool:
-                row = await api.instance(machine.id)
-                found = pool_of(row) if not gone(row) else None
-                return found is not None and found[0] == machine.pool
-
-            items = await end_each(
-                self.name, machines, still_ours, lambda m: api.delete_instances([m.id]), "hostname"
-            )
-            return items + await self._leftover_resources(api, pools)
-
-        if not machines and not pools:
-            return SweepReport()
-        return SweepReport(tuple(self._run(work)))
-
-    async def _leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
+    async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
         """The startup scripts and login keys of `pools` that have no VM left."""
         from skyward_verda.api import gone
 
@@ -121,4 +108,4 @@ def verify(status: CredentialStatus) -> CredentialStatus:
         return len(await api.instances())
 
     listing = "the credentials list the account's VMs"
-    return verified(status, lambda: VerdaSweeper()._run(listed), listing, thread="verda-check")
+    return verified(status, lambda: VerdaSweeper().run(listed), listing, thread="verda-check")

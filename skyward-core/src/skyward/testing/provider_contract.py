@@ -22,9 +22,16 @@ runs a task on every node, while `machines(cluster)` lists exactly the pool's in
 leaves nothing once it has stopped, neither for the provider that ran it nor for a fresh one (as
 `sky ls` in another process would ask).
 
+A cloud package also overrides two more fixtures, and the checks of what works without a pool
+run on them: `sweeper` (its `skyward_sweepers` answer, pointed at the same account: `sky ls` lists
+a pool's machines while they run, `sky down` ends them, and the provider then lists none) and
+`offer_source` (`config.offer_source()` by default: a named `OfferSource` whose offers are the
+market's records, priced in USD or not at all, for its own provider). Left at None they are skipped.
+
 The checks start real machines: give them a config that points at something cheap (loopback
 sshd's, a fake API, local processes). Skyward's own suite runs them against `sky.Local()`,
-`sky.SSH` on loopback OpenSSH servers, and examples/provider-package.
+`sky.SSH` on loopback OpenSSH servers, examples/provider-package, and the fake API of every
+cloud it ships (AWS on moto, RunPod, Vast.ai, Verda, Novita).
 """
 
 from __future__ import annotations
@@ -37,8 +44,11 @@ import cloudpickle
 import pytest
 
 import skyward as sky
+from skyward.market.offer import Offer
+from skyward.market.source import OfferSource
 from skyward.options import Options
-from skyward.providers.base import Cluster, Instance, Provider
+from skyward.providers.base import Cluster, Instance, Provider, ProviderConfig
+from skyward.providers.sweep import Sweeper
 from skyward.spec import Spec
 from skyward.task.runtime import instance_info
 
@@ -47,26 +57,35 @@ from skyward.task.runtime import instance_info
 where = sky.function(instance_info)
 
 
-class _Recording:
+class _Recording(ProviderConfig):
     """A provider config that is `config` in every respect, and remembers each provider it
     created with the cluster `prepare` returned and the event loop it ran on, so that a check can
     ask that very provider for its machines while its pool runs and after it stopped."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: ProviderConfig) -> None:
         self.config = config
         self.started: list[tuple[Provider, Cluster, asyncio.AbstractEventLoop]] = []
-
-    def __getattr__(self, name: str) -> Any:  # default_nodes, check_nodes...: the config's own
-        if name == "config":
-            raise AttributeError(name)
-        return getattr(self.config, name)
 
     @property
     def name(self) -> str:
         return str(self.config.name)
 
+    @property
+    def default_nodes(self) -> int | None:
+        return self.config.default_nodes
+
+    @property
+    def mounts_volumes(self) -> bool:  # type: ignore[override]
+        return self.config.mounts_volumes
+
+    def check_nodes(self, nodes: Any) -> None:
+        self.config.check_nodes(nodes)
+
     def hourly_price(self, spec: Spec) -> float | None:
         return self.config.hourly_price(spec)
+
+    def missing_credentials(self) -> Any:
+        return self.config.missing_credentials()
 
     def create(self, options: Options | None = None) -> Provider:
         provider = self.config.create(options)
@@ -92,16 +111,31 @@ class ProviderContract:
     nodes: ClassVar[int] = 2
     #: Extra `sky.Compute` keywords for the pool check (an image, options...).
     compute_kwargs: ClassVar[dict[str, Any]] = {}
+    #: Extra `Spec` keywords for every check (a GPU-only cloud's `accelerator`); the pool gets them too.
+    spec_kwargs: ClassVar[dict[str, Any]] = {}
+
+    def spec(self, config: Any, nodes: int) -> Spec:
+        return Spec(provider=config, nodes=nodes, **self.spec_kwargs)
 
     @pytest.fixture
     def config(self) -> Any:
         raise NotImplementedError("a ProviderContract subclass overrides the `config` fixture")
 
+    @pytest.fixture
+    def sweeper(self) -> Sweeper | None:
+        """The provider's `Sweeper` on the config's account (None: it has none)."""
+        return None
+
+    @pytest.fixture
+    def offer_source(self, config: ProviderConfig) -> OfferSource | None:
+        """The config's own offers (None: it lists none)."""
+        return config.offer_source()
+
     # -- the config --------------------------------------------------------------------------------
 
     def test_the_config_is_a_named_value_that_a_spec_takes_and_cloudpickle_ships(self, config: Any) -> None:
         assert isinstance(config.name, str) and config.name
-        assert Spec(provider=config, nodes=1).provider is config
+        assert self.spec(config, 1).provider is config
         assert cloudpickle.loads(cloudpickle.dumps(config)) == config  # specs travel with cloudpickle
 
     def test_create_hands_the_pools_options_to_the_provider(self, config: Any) -> None:
@@ -114,7 +148,7 @@ class ProviderContract:
         assert config.create().options == Options()
 
     def test_hourly_price_is_a_price_or_none(self, config: Any) -> None:
-        price = config.hourly_price(Spec(provider=config, nodes=1))
+        price = config.hourly_price(self.spec(config, 1))
         assert price is None or (isinstance(price, int | float) and price >= 0)
 
     def test_the_shutdown_command_is_a_command_or_none(self, config: Any) -> None:
@@ -123,13 +157,13 @@ class ProviderContract:
 
     def test_the_end_machine_command_is_a_command_or_none(self, config: Any) -> None:
         provider = config.create(Options())
-        cluster = Cluster(id="contract-end", provider=config.name, spec=Spec(provider=config, nodes=1))
+        cluster = Cluster(id="contract-end", provider=config.name, spec=self.spec(config, 1))
         command = provider.end_machine_command(cluster, provider.planned_instances(cluster, [0])[0])
         assert command is None or (isinstance(command, str) and command.strip())
 
     def test_a_plan_asks_the_provider_without_starting_anything(self, config: Any) -> None:
         provider = config.create(Options())
-        spec = Spec(provider=config, nodes=self.nodes)
+        spec = self.spec(config, self.nodes)
         cluster = Cluster(id="contract-plan", provider=config.name, spec=spec)
         planned = provider.planned_instances(cluster, list(range(self.nodes)))
         assert [i.node for i in planned] == list(range(self.nodes))
@@ -140,8 +174,8 @@ class ProviderContract:
     def test_the_lifecycle_lists_every_machine_while_it_exists_and_none_after(self, config: Any) -> None:
         async def lifecycle() -> None:
             provider = config.create(Options())
-            spec = Spec(provider=config, nodes=self.nodes)
-            cluster = await provider.prepare(spec, f"contract-{uuid.uuid4().hex[:8]}")
+            spec = self.spec(config, self.nodes)
+            cluster = await provider.prepare(spec, _pool_id())
             try:
                 instances = await provider.provision(cluster, list(range(self.nodes)))
                 assert sorted(i.node for i in instances) == list(range(self.nodes))
@@ -158,7 +192,8 @@ class ProviderContract:
 
     def test_a_pool_runs_a_task_on_every_node_and_leaves_nothing(self, config: Any) -> None:
         recording = _Recording(config)
-        kwargs: dict[str, Any] = {"console": False, "logging": False, **self.compute_kwargs}
+        kwargs: dict[str, Any] = {"console": False, "logging": False, **self.spec_kwargs}
+        kwargs.update(self.compute_kwargs)
         with sky.Compute(provider=recording, nodes=self.nodes, **kwargs) as pool:
             infos = where() @ pool
             assert sorted(i.node for i in infos) == list(range(self.nodes))
@@ -169,3 +204,55 @@ class ProviderContract:
         assert asyncio.run(provider.machines(cluster)) == []
         fresh = config.create(Options())  # what `sky ls` in another process would find
         assert asyncio.run(fresh.machines(cluster)) == []
+
+    # -- without a pool: `sky ls`, `sky down`, `sky offers` ---------------------------------------
+
+    def test_the_sweeper_lists_a_pools_machines_and_ends_them(self, config: Any, sweeper: Any) -> None:
+        if sweeper is None:
+            pytest.skip("the provider has no sweeper")
+        assert isinstance(sweeper, Sweeper) and sweeper.name
+        assert sweeper.credentials().found
+
+        async def swept() -> None:
+            provider = config.create(Options())
+            cluster = await provider.prepare(self.spec(config, self.nodes), _pool_id())
+            instances: list[Instance] = []
+            try:
+                instances = await provider.provision(cluster, list(range(self.nodes)))
+                await _swept_by(sweeper, cluster, instances)  # in a thread: a sweeper runs its own loop
+                assert await config.create(Options()).machines(cluster) == []
+            finally:
+                await provider.terminate(cluster, instances)
+                await provider.teardown(cluster)
+
+        asyncio.run(swept())
+
+    def test_the_offer_source_lists_priced_offers_of_its_provider(self, offer_source: Any) -> None:
+        if offer_source is None:
+            pytest.skip("the provider lists no offers")
+        assert isinstance(offer_source, OfferSource)
+        assert offer_source.name and offer_source.ttl > 0 and isinstance(offer_source.key, str)
+        assert offer_source.credentials().found
+        offers = list(offer_source.fetch())
+        assert offers and all(isinstance(o, Offer) for o in offers)
+        assert {o.provider.lower() for o in offers} == {offer_source.name.lower()}
+        assert all(o.instance_type for o in offers)
+        assert any(o.price is not None for o in offers), "no offer has a price"
+
+
+def _pool_id() -> str:
+    return f"contract-{uuid.uuid4().hex[:8]}"
+
+
+async def _swept_by(sweeper: Sweeper, cluster: Cluster, instances: list[Instance]) -> None:
+    """`sky ls` lists exactly the pool's machines, `sky down` ends them, and then lists none."""
+
+    async def of_pool() -> list[Any]:
+        return [m for m in await asyncio.to_thread(sweeper.machines) if m.pool == cluster.id]
+
+    listed = await of_pool()
+    assert {m.id for m in listed} == _ids(instances)
+    report = await asyncio.to_thread(sweeper.end, listed, [cluster.id])
+    assert not report.failed, report.failed
+    assert {e.id for e in report.ended} >= _ids(instances)
+    assert await of_pool() == []

@@ -1,0 +1,99 @@
+"""`NamedSweeper`: `sky ls`/`sky down` for a cloud without tags, whose machines carry their pool in
+their name (`skyward-<pool>-<node>`: RunPod's pods, Verda's VMs, Novita's instances).
+
+A cloud writes how to reach its API and read its rows: `client()` (a client with `async close()`,
+made on the sweep's own loop), `rows(api)` (every machine of the account), `row(api, id)` (one,
+None once gone), `delete(api, id)`, and `machine(row, pool, node)` (the row as a `Machine`).
+Optionally `gone(row)` (statuses that bill no more), `pool_of(row)` (the name check, with more
+evidence where the cloud has it), `in_region(row, region)`, and `leftover_resources(api, pools)`
+(what a pool made beside its machines, deleted once the pool has none left).
+
+Only rows named for a pool are listed, and `end` reads each machine back by id just before
+deleting it (`sweep.end_each`): a machine renamed or reused since it was listed is left alone.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Any, TypeVar
+
+from skyward.providers.calls import run_closing
+from skyward.providers.credentials import CredentialStatus
+from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, named_pool
+
+T = TypeVar("T")
+Row = dict[str, Any]
+
+
+class NamedSweeper(abc.ABC):
+    """A `Sweeper` over a cloud's machines by name (see the module); subclasses are attrs values
+    with a `name` field ("Verda")."""
+
+    name: str
+    #: The start of every machine name Skyward gives, and the row field that holds the name.
+    prefix = "skyward-"
+    name_field = "name"
+
+    @abc.abstractmethod
+    def credentials(self) -> CredentialStatus: ...
+
+    @abc.abstractmethod
+    def client(self) -> Any:
+        """A new API client from the environment's credentials (closed after each sweep)."""
+
+    @abc.abstractmethod
+    async def rows(self, api: Any) -> list[Row]: ...
+
+    @abc.abstractmethod
+    async def row(self, api: Any, machine_id: str) -> Row | None: ...
+
+    @abc.abstractmethod
+    async def delete(self, api: Any, machine_id: str) -> object: ...
+
+    @abc.abstractmethod
+    def machine(self, row: Row, pool: str, node: int) -> Machine: ...
+
+    def gone(self, row: Row | None) -> bool:
+        return row is None
+
+    def pool_of(self, row: Row | None) -> tuple[str, int] | None:
+        return named_pool(self.prefix, (row or {}).get(self.name_field))
+
+    def in_region(self, row: Row, region: str) -> bool:
+        return True
+
+    async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
+        return []
+
+    def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """`work(api)` on a loop of its own, the client closed after it."""
+        return run_closing(self.client, work)
+
+    def machines(self, region: str | None = None) -> list[Machine]:
+        listed: list[Machine] = []
+        for row in self.run(self.rows):
+            found = self.pool_of(row)
+            if found is not None and not self.gone(row) and (region is None or self.in_region(row, region)):
+                listed.append(self.machine(row, *found))
+        return listed
+
+    def end(
+        self, machines: Sequence[Machine], pools: Collection[str] = (), region: str | None = None
+    ) -> SweepReport:
+        if not machines and not pools:
+            return SweepReport()
+
+        async def work(api: Any) -> list[Ended]:
+            async def still_ours(machine: Machine) -> bool:
+                row = await self.row(api, machine.id)
+                found = None if self.gone(row) else self.pool_of(row)
+                return found is not None and found[0] == machine.pool
+
+            async def delete(machine: Machine) -> object:
+                return await self.delete(api, machine.id)
+
+            items = await end_each(self.name, machines, still_ours, delete, self.name_field)
+            return items + await self.leftover_resources(api, pools)
+
+        return SweepReport(tuple(self.run(work)))
