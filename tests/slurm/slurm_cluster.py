@@ -198,8 +198,16 @@ def _idle(cluster: SlurmCluster) -> bool:
 
 
 def _stop(root: Path, nodes: tuple[str, ...], env: dict[str, str]) -> None:
+    """Cancel every job and let the nodes release them, then stop the daemons, then whatever job
+    step (`slurmstepd`) of this cluster outlived its slurmd."""
     with contextlib.suppress(Exception):
         subprocess.run(["scancel", "--user", str(os.getuid())], env=env, timeout=20, capture_output=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            left = subprocess.run(["squeue", "-h"], env=env, timeout=20, capture_output=True, text=True)
+            if left.returncode != 0 or not left.stdout.strip():
+                break
+            time.sleep(0.5)
     pid_files = [root / f"slurmd-{n}.pid" for n in nodes]
     pid_files += [root / "slurmctld.pid", root / "munge" / "munged.pid"]
     pids = []
@@ -215,6 +223,27 @@ def _stop(root: Path, nodes: tuple[str, ...], env: dict[str, str]) -> None:
             time.sleep(0.2)
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    for pid in _steps_of(env["SLURM_CONF"]):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _steps_of(conf: str) -> list[int]:
+    """The `slurmstepd` processes started for the cluster whose config is `conf`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if not f.read().startswith(b"slurmstepd"):
+                    continue
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if f"SLURM_CONF={conf}".encode() in f.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
 
 
 def _alive(pid: int) -> bool:
