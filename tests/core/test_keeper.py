@@ -11,7 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from skyward.transport.keeper import MARK
+from skyward.transport.keeper_stream import MARK
 from skyward.transport.ssh_link import ack_frame, greeting
 from skyward.wire import Frame, FrameDecoder, Kind, encode
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from skyward.transport.keeper import ACK, END, HEADER, MAGIC, RESUME
+from skyward.transport.keeper_stream import ACK, END, HEADER, MAGIC, RESUME
 
 #: The client acknowledges what it received after this many bytes, or this many seconds.
 ACK_EVERY = 1024 * 1024
