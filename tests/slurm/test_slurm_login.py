@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import slurm_pool, slurm_provider
 from slurm_cluster import SlurmCluster
-from ssh_hosts import SSHHosts, hosts_running
+from ssh_hosts import SSHHosts, hosts_running, pid_alive, wait_until
 
 import skyward as sky
 from skyward.errors import HostKeyError
@@ -44,6 +44,33 @@ def test_a_pool_runs_through_the_login_node(
     assert [s["node"] for s in seen] == list(slurm.nodes)
     assert all(s["cwd"].startswith(home) for s in seen)
     monkeypatch.setenv("SLURM_CONF", slurm.conf)
+    slurm.wait_idle()
+
+
+@sky.function
+def pid() -> int:
+    return os.getpid()
+
+
+@sky.function
+def sleep_for(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_stuck_worker_behind_the_login_node_is_killed_and_started_again(
+    slurm: SlurmCluster, login_node: SSHHosts
+) -> None:
+    with slurm_pool(slurm, provider=_over_login(slurm, login_node)) as pool:
+        before = pid() @ pool
+        with pytest.raises(TimeoutError, match="did not finish within"):
+            sleep_for(60).with_timeout(1) >> pool
+        assert wait_until(lambda: sum(pid_alive(p) for p in before) == 1, timeout=30)
+        assert wait_until(lambda: pool.current_nodes() == 2, timeout=30)
+        after = pid() @ pool
+    assert len(set(after) - set(before)) == 1
     slurm.wait_idle()
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pytest
 from slurm_cluster import SlurmCluster
+from ssh_hosts import pid_alive, wait_until
 
 import skyward as sky
 
@@ -33,6 +35,19 @@ def square(x: int) -> int:
     return x * x
 
 
+@sky.function
+def sleep_for(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+@sky.function
+def pid() -> int:
+    return os.getpid()
+
+
 def test_a_broadcast_lands_on_both_slurm_nodes_of_one_job(pool: sky.Pool, slurm: SlurmCluster) -> None:
     seen = where() @ pool
     assert [s["node"] for s in seen] == [0, 1]
@@ -51,3 +66,15 @@ def test_operators_and_maps_run_as_anywhere(pool: sky.Pool) -> None:
     assert add(2, 3) >> pool == 5
     assert (add(1, 2) & add(3, 4)) >> pool == (3, 7)
     assert list(pool.map(square, range(6))) == [0, 1, 4, 9, 16, 25]
+
+
+def test_a_stuck_worker_is_killed_and_started_again_on_its_node(pool: sky.Pool) -> None:
+    before = pid() @ pool
+    with pytest.raises(TimeoutError, match="did not finish within"):
+        sleep_for(60).with_timeout(1) >> pool
+    # time.sleep cannot be interrupted: the client kills that worker's srun, which ends its step
+    # (the worker with it), and starts a new step on the same node of the same job.
+    assert wait_until(lambda: sum(pid_alive(p) for p in before) == 1, timeout=30)
+    assert wait_until(lambda: pool.current_nodes() == 2, timeout=30)
+    after = pid() @ pool
+    assert len(set(after) - set(before)) == 1

@@ -13,11 +13,14 @@ import asyncio
 import os
 import shlex
 import subprocess
+import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from skyward.errors import ConfigurationError
+from skyward.transport.pipes import PipeChannel
+from skyward.transport.ssh import SSHChannel
 
 if TYPE_CHECKING:
     from skyward.transport.base import Channel
@@ -41,7 +44,7 @@ class Place(Protocol):
 
     def runner(self, pid_file: str) -> Any: ...
 
-    async def channel(self, command: str, label: str) -> Channel: ...
+    async def channel(self, command: str, label: str, pid_file: str, cancel: str) -> Channel: ...
 
     async def close(self) -> None: ...
 
@@ -71,12 +74,14 @@ class LocalPlace:
 
         return LocalRunner()
 
-    async def channel(self, command: str, label: str) -> Channel:
+    async def channel(self, command: str, label: str, pid_file: str, cancel: str) -> Channel:
+        """`srun` as this client's child; killing the channel also runs `cancel` (the step's
+        `scancel`): a step whose `srun` is killed may keep its task running."""
         from skyward.bootstrap.runner import clean_environment
-        from skyward.transport.pipes import PipeChannel
 
         # The worker is on a compute node: no shared memory with it, whatever the host names say.
-        channel = PipeChannel(["bash", "-c", command], env=clean_environment(), shared_memory=False)
+        channel = SrunPipe(["bash", "-c", command], env=clean_environment(), shared_memory=False)
+        channel.cancel = cancel
         channel.spawn()
         return channel
 
@@ -148,10 +153,15 @@ class SSHPlace:
         assert self._conn is not None
         return SSHRunner(self._conn, label=self.label, pid_file=pid_file)
 
-    async def channel(self, command: str, label: str) -> Channel:
-        from skyward.transport.ssh import SSHChannel
+    async def channel(self, command: str, label: str, pid_file: str, cancel: str) -> Channel:
+        """`srun` on the login node, its pid in `pid_file` there; killing the channel kills it and
+        runs `cancel` (the step's `scancel`), so a worker stuck in a task is gone."""
+        from skyward.transport.ssh_commands import record_pid
 
-        return await SSHChannel(await self.connection(), command, label=label).open()
+        recorded = f"{record_pid(pid_file)}; {command}"
+        channel = SrunSSH(await self.connection(), recorded, label=label, pid_file=pid_file)
+        channel.cancel = cancel
+        return await channel.open()
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -159,7 +169,40 @@ class SSHPlace:
             conn.close()
 
 
-def srun_line(job: str, node: str, workdir: str, launch_line: str, gres: str | None) -> str:
+def _run_quietly(command: str) -> None:
+    subprocess.run(["bash", "-c", command], capture_output=True, timeout=60, check=False)
+
+
+class SrunPipe(PipeChannel):
+    """A local `srun`'s pipes; its kill also cancels the step (`cancel`)."""
+
+    cancel = ""
+
+    def kill(self) -> None:
+        super().kill()
+        if self.cancel:
+            threading.Thread(target=_run_quietly, args=(self.cancel,), daemon=True).start()
+
+
+class SrunSSH(SSHChannel):
+    """`srun` over SSH on the login node; its kill also cancels the step there (`cancel`)."""
+
+    cancel = ""
+    _cancelling: asyncio.Future[Any] | None = None
+
+    def kill(self) -> None:
+        super().kill()
+        if self.cancel and self._cancelling is None and not self._conn.is_closed():
+            self._cancelling = asyncio.ensure_future(self._conn.run(self.cancel, check=False))
+
+
+def step_cancel(job: str, step_file: str) -> str:
+    """sh: cancel the step whose id the worker's shell wrote into `step_file` (nothing if none)."""
+    q = shlex.quote
+    return f's=$(cat {q(step_file)} 2>/dev/null) && [ -n "$s" ] && scancel {q(job)}."$s"; true'
+
+
+def srun_line(job: str, node: str, workdir: str, launch_line: str, gres: str | None, step_file: str) -> str:
     """The shell line that starts one worker as an `srun` step on `node` of `job`.
 
     `--overlap`: the job's batch step (its guardian) holds the node's CPUs, and the steps share
@@ -168,7 +211,9 @@ def srun_line(job: str, node: str, workdir: str, launch_line: str, gres: str | N
     `srun`, so the worker is told of none.
     """
     q = shlex.quote
-    inner = f"unset SKYWARD_REPLY_FD; cd {q(workdir)} && {launch_line}"
+    inner = (
+        f'echo "$SLURM_STEP_ID" > {q(step_file)}; unset SKYWARD_REPLY_FD; cd {q(workdir)} && {launch_line}'
+    )
     opts = [
         f"--jobid={job}",
         "--nodes=1",

@@ -30,7 +30,7 @@ from skyward.providers.base import Cluster, Instance, NodeSetup, Provider
 from skyward.providers.remote import ENVIRONMENTS, relative_python
 from skyward.providers.ssh import head_port
 from skyward_slurm import job as jobs
-from skyward_slurm.place import LocalPlace, Place, SSHPlace, srun_line
+from skyward_slurm.place import LocalPlace, Place, SSHPlace, srun_line, step_cancel
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -63,6 +63,7 @@ class SlurmProvider(Provider):
         self._instances: dict[int, Instance] = {}
         self._script: Any = None
         self._keeper: asyncio.Future[None] | None = None
+        self._launches = 0
         self._bootstrap_lock = asyncio.Lock()
         self._log = structlog.get_logger()
 
@@ -225,15 +226,18 @@ class SlurmProvider(Provider):
     async def connect(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> Channel:
         assert self._job is not None
         script = await self._bootstrapped(cluster, instance, setup)
+        self._launches += 1
+        base = f"{self.pool_dir(cluster)}/worker-{self._launches}"
         command = srun_line(
             self._job,
             instance.id,
             self.workdir(cluster),
             script.launch_line(setup.launch),
             self.config.gres(cluster.spec),
+            f"{base}.step",
         )
-        channel = await self.place.channel(command, f"node {instance.node} ({instance.id}, job {self._job})")
-        return channel
+        label = f"node {instance.node} ({instance.id}, job {self._job})"
+        return await self.place.channel(command, label, f"{base}.pid", step_cancel(self._job, f"{base}.step"))
 
     async def _bootstrapped(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> Any:
         """The pool's bootstrap, run once in the shared home folder for every node."""
