@@ -50,7 +50,7 @@ FORMAT = 1
 #: a node came from the bundle and was not compiled again there).
 ENTRY_TIME = 946684800  # 2000-01-01
 #: What a worker imports as it starts: the import set the bundle covers.
-WORKER_MODULES = ("skyward.worker.__main__", "skyward.task.output")
+WORKER_MODULES = ("skyward.worker.__main__", "skyward.task.output", "skyward._keeper")
 #: Lists the files of the modules an interpreter holds after importing `sys.argv[1:]`, and its path.
 #: (Not those the interpreter's start imported: a `.pth` file's, which the venv may not have.)
 _LIST = (

@@ -1,6 +1,6 @@
 """A worker's keeper on its node: the worker outlives the SSH channel that started it.
 
-`python -m skyward.transport.keeper start ...` is what an SSH exec channel runs to start a worker.
+`python -m skyward._keeper start ...` is what an SSH exec channel runs to start a worker.
 It forks the keeper (a session of its own, so nothing ends with the SSH session) and waits there
 until the keeper lets that channel go. The keeper starts the worker on pipes and carries frames
 between them and the channel's stdin/stdout; its stderr carries control lines (`MARK`).
@@ -454,7 +454,7 @@ def attach(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m skyward.transport.keeper")
+    parser = argparse.ArgumentParser(prog="python -m skyward._keeper")
     sub = parser.add_subparsers(dest="action", required=True)
     begin = sub.add_parser("start")
     begin.add_argument("--socket", required=True)

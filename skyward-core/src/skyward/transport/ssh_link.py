@@ -144,7 +144,7 @@ def keeper_command(
     is `socket_name(pid_file)` in the node folder."""
     q = shlex.quote
     keeper = (
-        f"{q(python)} -m skyward.transport.keeper start --socket {q(socket_name(pid_file))} "
+        f"{q(python)} -m skyward._keeper start --socket {q(socket_name(pid_file))} "
         f"--pid-file {q(pid_file)} --keeper-pid-file {q(keeper_pid_file(pid_file))} --grace {float(grace)} "
         f"{q(launch_line)}"
     )
@@ -157,7 +157,7 @@ def attach_command(*, python: str, env_file: str, pid_file: str, cwd: str) -> st
     q = shlex.quote
     script = (
         f"cd {q(cwd)} && . {q(env_file)} && "
-        f"exec {q(python)} -m skyward.transport.keeper attach --socket {q(socket_name(pid_file))}"
+        f"exec {q(python)} -m skyward._keeper attach --socket {q(socket_name(pid_file))}"
     )
     return f"exec /bin/sh -c {q(script)}"
 
