@@ -59,13 +59,13 @@ def test_runpod_rents_whole_gpus_only() -> None:
 
 def test_spot_if_available_tries_interruptible_first_then_on_demand() -> None:
     offers = plan_offers(match_gpu_types(resolve("RTX_4090"), TYPES, 1), 1, ("SECURE",), "spot-if-available")
-    assert [(o.interruptible, o.price) for o in offers] == [(True, 0.35), (False, 0.69)]
+    assert [(o.spot, o.price) for o in offers] == [(True, 0.35), (False, 0.69)]
 
 
 def test_spot_tries_only_interruptible_and_on_demand_only_on_demand() -> None:
     types = match_gpu_types(resolve("RTX_4090"), TYPES, 1)
-    assert [o.interruptible for o in plan_offers(types, 1, ("SECURE", "COMMUNITY"), "spot")] == [True, True]
-    assert [o.interruptible for o in plan_offers(types, 1, ("SECURE",), "on-demand")] == [False]
+    assert [o.spot for o in plan_offers(types, 1, ("SECURE", "COMMUNITY"), "spot")] == [True, True]
+    assert [o.spot for o in plan_offers(types, 1, ("SECURE",), "on-demand")] == [False]
 
 
 def test_cheapest_orders_every_cloud_and_kind_by_price() -> None:
@@ -87,6 +87,6 @@ def test_max_hourly_cost_drops_offers_above_it_per_node() -> None:
 
 
 def test_a_cpu_pod_is_rented_on_demand() -> None:
-    assert [o.interruptible for o in plan_offers((), 0, ("SECURE",), "spot-if-available")] == [False]
+    assert [o.spot for o in plan_offers((), 0, ("SECURE",), "spot-if-available")] == [False]
     with pytest.raises(ProvisionError, match="on demand only"):
         plan_offers((), 0, ("SECURE",), "spot")

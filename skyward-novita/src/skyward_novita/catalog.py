@@ -2,8 +2,9 @@
 
 A Novita *product* is one GPU model in one cluster ("RTX 4090 24GB"), rented per GPU at `price`
 (on demand) or `spotPrice` (spot), both in units of 1/100000 USD per GPU per hour, and
-`availableDeploy` says whether it can be started now. An `Offer` is a product, spot or not, for
-the spec's GPU count; `plan` orders them as the spec's allocation says ("spot" only spot,
+`availableDeploy` says whether it can be started now. `offer_of` reads a product as the market's
+`Offer` (for `sky offers` and for a launch alike); a launch tries `Rental`s, a product's offer for
+the spec's GPU count, spot or not; `plan` orders them as the spec's allocation says ("spot" only spot,
 "on-demand" never spot, "spot-if-available" every spot offer first, "cheapest" both by price), so
 launching is "try each in turn": a product refused for capacity falls over to the next.
 """
@@ -15,10 +16,9 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from skyward.errors import NoOffersError
-from skyward.market.rental import SPOT_KINDS, in_order, memory_fits, names_card
+from skyward.market.offer import Offer
+from skyward.market.rental import SPOT_KINDS, Rental, in_order, memory_fits, names_card
 
 if TYPE_CHECKING:
     from skyward.accelerators import Accelerator
@@ -35,31 +35,26 @@ def _dollars(value: Any) -> float:
         return 0.0
 
 
-@attrs.frozen
-class Offer:
-    """One product for `gpus` GPUs, spot or not; prices per node (all its GPUs) per hour, USD."""
+def _card(name: str) -> tuple[str, float | None]:
+    """("RTX 4090", 24.0) from "RTX 4090 24GB"."""
+    found = re.search(r"\s*(\d+)\s*GB\s*$", name, re.IGNORECASE)
+    return (name[: found.start()].strip(), float(found[1])) if found else (name.strip(), None)
 
-    product_id: str
-    name: str
-    gpus: int
-    spot: bool
-    price: float
-    on_demand_price: float
-    vcpus: int = 0
-    memory_gb: float = 0.0
 
-    @classmethod
-    def from_api(cls, row: dict[str, Any], gpus: int, spot: bool) -> Offer:
-        on_demand = _dollars(row.get("price")) * gpus
-        return cls(
-            product_id=str(row["id"]), name=str(row.get("name") or row["id"]), gpus=gpus, spot=spot,
-            price=_dollars(row.get("spotPrice")) * gpus if spot else on_demand, on_demand_price=on_demand,
-            vcpus=int(float(row.get("cpuPerGpu") or 0) * gpus),
-            memory_gb=float(row.get("memoryPerGpu") or 0) * gpus,
-        )
-
-    def __str__(self) -> str:
-        return f"{self.gpus}x {self.name} ({'spot' if self.spot else 'on-demand'} ${self.price:.2f}/h)"
+def offer_of(product: dict[str, Any], gpus: int, spot: float | None, provider: str = "novita") -> Offer:
+    """The market's record of `gpus` GPUs of a product (`GET /products` row), at its per-GPU
+    prices times `gpus`; `spot` is the spot price per GPU (None: not sold as spot)."""
+    card, memory = _card(str(product.get("name") or product["id"]))
+    region = product.get("regions")
+    price = _dollars(product.get("price"))
+    return Offer(
+        provider=provider, instance_type=f"{gpus}x {product.get('name') or product['id']}", accelerator=card,
+        accelerator_count=gpus, accelerator_memory_gb=memory,
+        vcpus=float(product.get("cpuPerGpu") or 0) * gpus or None,
+        memory_gb=float(product.get("memoryPerGpu") or 0) * gpus or None,
+        region=str(region[0]) if isinstance(region, list) and region else "",
+        spot_price=spot * gpus if spot else None, on_demand_price=price * gpus if price else None,
+    )
 
 
 def fits(name: str, accelerator: Accelerator) -> bool:
@@ -69,7 +64,7 @@ def fits(name: str, accelerator: Accelerator) -> bool:
     return names_card(name, accelerator.name) and memory_fits(listed, accelerator.memory_gb)
 
 
-def plan(spec: Spec, products: dict[bool, list[dict[str, Any]]], gpus: int) -> list[Offer]:
+def plan(spec: Spec, products: dict[bool, list[dict[str, Any]]], gpus: int) -> list[Rental]:
     """The offers the spec allows that Novita can start now, in the order to try them."""
     assert spec.accelerator is not None
     offers = []
@@ -79,10 +74,11 @@ def plan(spec: Spec, products: dict[bool, list[dict[str, Any]]], gpus: int) -> l
                 continue
             if not fits(str(row.get("name")), spec.accelerator):
                 continue
-            offer = Offer.from_api(row, gpus, spot)
-            if offer.price <= 0 or (spec.vcpus and offer.vcpus < spec.vcpus):
+            offer = Rental(offer=offer_of(row, gpus, _dollars(row.get("spotPrice")) if spot else None),
+                           spot=spot, ref=str(row["id"]))
+            if offer.price <= 0 or (spec.vcpus and (offer.offer.vcpus or 0) < spec.vcpus):
                 continue
-            if (spec.memory_gb and offer.memory_gb < spec.memory_gb) or (
+            if (spec.memory_gb and (offer.offer.memory_gb or 0) < spec.memory_gb) or (
                 spec.max_hourly_cost is not None and offer.price > spec.max_hourly_cost
             ):
                 continue

@@ -12,7 +12,6 @@ points the source at another endpoint, as it does the sweeper.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,31 +22,16 @@ from skyward.market.source import MARKETPLACE_TTL
 from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus
 from skyward_novita.account import API_URL, locate_api_key, resolve_api_key
-from skyward_novita.catalog import PRICE_UNIT
+from skyward_novita.catalog import PRICE_UNIT, offer_of
 
 URL_VARIABLE = "NOVITA_API_URL"
 MAX_GPUS = 8
 
 
-def _card(name: str) -> tuple[str, float | None]:
-    """("RTX 4090", 24.0) from "RTX 4090 24GB"."""
-    found = re.search(r"\s*(\d+)\s*GB\s*$", name, re.IGNORECASE)
-    return (name[: found.start()].strip(), float(found[1])) if found else (name.strip(), None)
-
-
 def offers_of(product: dict[str, Any], spot: float | None, provider: str = "novita") -> Iterator[Offer]:
-    card, memory = _card(str(product.get("name") or product["id"]))
-    region = product.get("regions")
-    where = str(region[0]) if isinstance(region, list) and region else ""
-    price = float(product.get("price") or 0) / PRICE_UNIT
+    """A product's offers for 1 to `MAX_GPUS` GPUs (`catalog.offer_of`)."""
     for count in range(1, MAX_GPUS + 1):
-        yield Offer(
-            provider=provider, instance_type=f"{count}x {product.get('name')}", accelerator=card,
-            accelerator_count=count, accelerator_memory_gb=memory,
-            vcpus=float(product.get("cpuPerGpu") or 0) * count or None,
-            memory_gb=float(product.get("memoryPerGpu") or 0) * count or None, region=where,
-            spot_price=spot * count if spot else None, on_demand_price=price * count if price else None,
-        )
+        yield offer_of(product, count, spot, provider)
 
 
 @attrs.frozen

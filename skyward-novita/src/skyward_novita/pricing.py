@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skyward.errors import ConfigurationError
-from skyward.market.rental import SPOT_KINDS, whole_gpus
+from skyward.market.rental import SPOT_KINDS, Rental, whole_gpus
 from skyward.providers.calls import known_or_none
 from skyward_novita.account import resolve_api_key
 from skyward_novita.api import LOGGER, NovitaAPI
-from skyward_novita.catalog import Offer, fits, no_product, plan
+from skyward_novita.catalog import fits, no_product, plan
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -31,7 +31,7 @@ def gpu_count(spec: Spec) -> int:
     return whole_gpus(spec.accelerator.count, "Novita")
 
 
-async def offers(api: NovitaAPI, spec: Spec, *, strict: bool = False) -> list[Offer]:
+async def offers(api: NovitaAPI, spec: Spec, *, strict: bool = False) -> list[Rental]:
     """The offers Novita can start now, in order; with `strict`, no product carrying the
     accelerator at all is a `ProvisionError` naming what Novita has."""
     gpus = gpu_count(spec)

@@ -20,13 +20,13 @@ import structlog
 
 from skyward.errors import ProvisionError
 from skyward.guardian.boot import packed
+from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
 from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
 from skyward_novita.account import resolve_api_key
 from skyward_novita.api import FAILED_STATUSES, LOGGER, NovitaAPI, gone
-from skyward_novita.catalog import Offer
 from skyward_novita.machine import (
     chunks,
     end_command,
@@ -75,22 +75,22 @@ class NovitaProvider(RentedCloud):
                        image=self.config.docker_image)
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id))
 
-    async def offers_for(self, cluster: Cluster, node: int) -> list[Offer]:
+    async def offers_for(self, cluster: Cluster, node: int) -> list[Rental]:
         """The products Novita can start now, in the order the allocation says."""
         return await offers(self.api, cluster.spec)
 
     def refused(self, tried: list[str]) -> str:
         return "; ".join(tried) or "no product free"
 
-    async def create_on(self, cluster: Cluster, node: int, offer: Offer) -> Instance:
+    async def create_on(self, cluster: Cluster, node: int, offer: Rental) -> Instance:
         instance_id = await self.api.create(self._request(cluster, node, offer))
         return Instance(
             id=instance_id, node=node, ssh_user=self.config.ssh_user, hourly_rate=offer.price,
-            on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=str(offer),
-            vcpus=offer.vcpus, memory_gb=offer.memory_gb,
+            on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=offer.offer.instance_type,
+            vcpus=int(offer.offer.vcpus or 0), memory_gb=offer.offer.memory_gb or 0.0,
         )
 
-    def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, Any]:
+    def _request(self, cluster: Cluster, node: int, offer: Rental) -> dict[str, Any]:
         """The `POST /gpu/instance/create` body (fields as Novita's "Create GPU Instance" documents)."""
         assert self.access is not None
         name = instance_name(cluster.id, node)
@@ -100,8 +100,8 @@ class NovitaProvider(RentedCloud):
         env = environment(self.access, self.api_key, cluster.id, script, source)
         body: dict[str, Any] = {
             "name": name,
-            "productId": offer.product_id,
-            "gpuNum": offer.gpus,
+            "productId": offer.ref,
+            "gpuNum": int(offer.offer.accelerator_count),
             "rootfsSize": int(cluster.spec.disk_gb or self.config.disk_gb),
             "imageUrl": self.config.docker_image,
             "ports": "22/tcp",

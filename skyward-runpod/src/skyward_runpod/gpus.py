@@ -7,9 +7,9 @@ as words ("rtx 4090" is in "nvidia geforce rtx 4090"), then memory and form fact
 match. Several types can fit (an 80GB A100 comes as SXM and PCIe): all of them are offered,
 cheapest first, and RunPod places the pod on whichever has room.
 
-An `Offer` is one way to rent the node: a cloud (SECURE or COMMUNITY), interruptible or not, and
-the fitting types. `plan_offers` orders them as the spec's allocation says, so launching is just
-"try each in turn".
+A launch tries `Rental`s (`skyward.market.rental`): a cloud (SECURE or COMMUNITY),
+interruptible or not, and the fitting types (its `ref`), priced with the cheapest. `plan_offers`
+orders them as the spec's allocation says, so launching is just "try each in turn".
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import Any
 import attrs
 
 from skyward.errors import NoOffersError, ProvisionError
-from skyward.market.rental import card_words
+from skyward.market.offer import Offer, canonical_accelerator
+from skyward.market.rental import Rental, card_words
 
 
 def words(text: str) -> frozenset[str]:
@@ -85,31 +86,31 @@ class GpuType:
         return f"{self.display_name} {self.memory_gb:g}GB ({self.id})"
 
 
-@attrs.frozen
-class Offer:
-    """One way to rent a node: where, whether interruptible, and the GPU types that fit (none: CPU)."""
+def card(gpu: GpuType) -> str:
+    """The catalog's name of a RunPod type ("A100 SXM" -> "A100"), from its display name or id."""
+    for name in (gpu.display_name, gpu.id):
+        found = canonical_accelerator(name)
+        if found is not None and found != name.strip():
+            return found
+    return gpu.display_name
 
-    cloud: str
-    interruptible: bool
-    gpu_types: tuple[GpuType, ...] = ()
-    count: int = 0
 
-    @property
-    def price(self) -> float | None:
-        """Per node per hour, with the cheapest fitting type; None for a CPU pod (not listed)."""
-        prices = [p for t in self.gpu_types if (p := t.price(self.cloud, self.interruptible)) is not None]
-        return min(prices) * self.count if prices else None
+def rental(cloud: str, interruptible: bool, gpu_types: tuple[GpuType, ...] = (), count: int = 0) -> Rental:
+    """One way to rent a node: a cloud, interruptible or not, and the fitting types (none: a CPU
+    pod), priced with the cheapest of them; `ref` is the types, which the pod request lists."""
 
-    @property
-    def on_demand_price(self) -> float | None:
-        prices = [p for t in self.gpu_types if (p := t.price(self.cloud, False)) is not None]
-        return min(prices) * self.count if prices else None
+    def cheapest(spot: bool) -> float | None:
+        prices = [p for t in gpu_types if (p := t.price(cloud, spot)) is not None]
+        return min(prices) * count if prices else None
 
-    def __str__(self) -> str:
-        what = f"{self.count}x {self.gpu_types[0].display_name}" if self.gpu_types else "CPU pod"
-        kind = "interruptible" if self.interruptible else "on-demand"
-        price = f", ${self.price:.2f}/h" if self.price is not None else ""
-        return f"{what}, {self.cloud} cloud, {kind}{price}"
+    first = gpu_types[0] if gpu_types else None
+    offer = Offer(
+        provider="runpod", instance_type=f"{count}x {first.display_name}" if first else "CPU pod",
+        accelerator=card(first) if first else None, accelerator_count=count if first else 0,
+        accelerator_memory_gb=first.memory_gb or None if first else None, region=cloud,
+        spot_price=cheapest(True), on_demand_price=cheapest(False),
+    )
+    return Rental(offer=offer, spot=interruptible, ref=gpu_types)
 
 
 def match_gpu_types(accelerator: Any, types: Sequence[GpuType], count: int) -> tuple[GpuType, ...]:
@@ -146,7 +147,7 @@ def plan_offers(
     clouds: Iterable[str],
     allocation: str,
     max_hourly_cost: float | None = None,
-) -> list[Offer]:
+) -> list[Rental]:
     """Every offer the spec allows, in the order to try them.
 
     "spot": interruptible only; "on-demand": on-demand only; "spot-if-available": interruptible
@@ -161,7 +162,7 @@ def plan_offers(
                 "RunPod: Skyward rents CPU pods on demand only; pass allocation=\"on-demand\" "
                 "(or \"spot-if-available\") for a pool without accelerator"
             )
-        return [Offer(cloud, False) for cloud in clouds]
+        return [rental(cloud, False) for cloud in clouds]
     kinds = {"spot": (True,), "on-demand": (False,)}.get(allocation, (True, False))
     offers = []
     for interruptible in kinds:
@@ -173,7 +174,7 @@ def plan_offers(
                 )
             )
             if usable:
-                offers.append(Offer(cloud, interruptible, usable, count))
+                offers.append(rental(cloud, interruptible, usable, count))
     if not offers:
         kind = {"spot": "interruptible", "on-demand": "on-demand"}.get(allocation, "any")
         raise NoOffersError(
@@ -181,16 +182,16 @@ def plan_offers(
             'try allocation="spot-if-available", RunPod(cloud_type="ALL") or another accelerator'
         )
     if max_hourly_cost is not None:
-        affordable = [o for o in offers if o.price is not None and o.price <= max_hourly_cost]
+        affordable = [o for o in offers if o.price <= max_hourly_cost]
         if not affordable:
-            cheapest = min(o.price for o in offers if o.price is not None)
+            cheapest = min(o.price for o in offers)
             raise NoOffersError(
                 f"RunPod's cheapest offer for {count}x {gpu_types[0].display_name} is ${cheapest:.2f}/h per "
                 f"node, above max_hourly_cost={max_hourly_cost:g}: raise it or choose another accelerator"
             )
         offers = affordable
     if allocation == "cheapest":
-        offers.sort(key=lambda o: o.price if o.price is not None else float("inf"))
+        offers.sort(key=lambda o: o.price)
     return offers
 
 

@@ -18,27 +18,18 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from skyward.market.offer import Offer, canonical_accelerator
+from skyward.market.offer import Offer
 from skyward.market.source import MARKETPLACE_TTL, default_fits
 from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus, locate_secret
 from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
-from skyward_runpod.gpus import GpuType
+from skyward_runpod.gpus import GpuType, card
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
 
 GRAPHQL_URL_VARIABLE = "RUNPOD_GRAPHQL_URL"
 CLOUDS = ("SECURE", "COMMUNITY")
-
-
-def card(gpu: GpuType) -> str:
-    """The catalog's name of a RunPod type ("A100 SXM" -> "A100"), from its display name or id."""
-    for name in (gpu.display_name, gpu.id):
-        found = canonical_accelerator(name)
-        if found is not None and found != name.strip():
-            return found
-    return gpu.display_name
 
 
 def offers_of(gpu: GpuType, provider: str = "runpod") -> Iterator[Offer]:

@@ -19,10 +19,10 @@ from skyward.providers.naming import machine_name
 
 if TYPE_CHECKING:
     from skyward.guardian.boot import BootGuardian
+    from skyward.market.rental import Rental
     from skyward.providers.cloud import MachineAccess
     from skyward.spec import Spec
     from skyward_runpod.config import RunPod
-    from skyward_runpod.gpus import Offer
 
 #: The one port a pod exposes: sshd, over RunPod's public TCP mapping.
 SSH_PORT = "22/tcp"
@@ -78,7 +78,7 @@ def pod_request(
     *,
     config: RunPod,
     spec: Spec,
-    offer: Offer,
+    offer: Rental,
     access: MachineAccess,
     pool_id: str,
     node: int,
@@ -89,7 +89,7 @@ def pod_request(
     body: dict[str, Any] = {
         "name": pod_name(pool_id, node),
         "imageName": config.container_image,
-        "cloudType": offer.cloud,
+        "cloudType": offer.offer.region,
         "containerDiskInGb": spec.disk_gb or config.container_disk_gb,
         "ports": [SSH_PORT],
         "supportPublicIp": True,
@@ -108,15 +108,16 @@ def pod_request(
     data_centers = config.data_center_ids or ((spec.region,) if spec.region else None)
     if data_centers:
         body["dataCenterIds"] = list(data_centers)
-    if offer.gpu_types:
+    gpu_types, count = offer.ref, int(offer.offer.accelerator_count)
+    if gpu_types:
         body["computeType"] = "GPU"
-        body["gpuTypeIds"] = [t.id for t in offer.gpu_types]
-        body["gpuCount"] = offer.count
-        body["interruptible"] = offer.interruptible
+        body["gpuTypeIds"] = [t.id for t in gpu_types]
+        body["gpuCount"] = count
+        body["interruptible"] = offer.spot
         if spec.vcpus:
-            body["minVCPUPerGPU"] = math.ceil(spec.vcpus / offer.count)
+            body["minVCPUPerGPU"] = math.ceil(spec.vcpus / count)
         if spec.memory_gb:
-            body["minRAMPerGPU"] = math.ceil(spec.memory_gb / offer.count)
+            body["minRAMPerGPU"] = math.ceil(spec.memory_gb / count)
     else:
         body["computeType"] = "CPU"
         if spec.vcpus:

@@ -19,14 +19,14 @@ import attrs
 import structlog
 
 from skyward.errors import ProvisionError
-from skyward.market.rental import whole_gpus
+from skyward.market.rental import Rental, whole_gpus
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
 from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
 from skyward_runpod.account import resolve_api_key
 from skyward_runpod.api import LOGGER, RunPodAPI
-from skyward_runpod.gpus import Offer, match_gpu_types, plan_offers
+from skyward_runpod.gpus import match_gpu_types, plan_offers
 from skyward_runpod.pods import (
     cost_per_hour,
     end_command,
@@ -86,7 +86,7 @@ class RunPodProvider(RentedCloud):
             state={"offers": tuple(offers)},
         )
 
-    async def _plan(self, spec: Spec) -> list[Offer]:
+    async def _plan(self, spec: Spec) -> list[Rental]:
         if spec.accelerator is None:
             offers = plan_offers((), 0, self.config.clouds, spec.allocation)
             await self.api.list_pods()  # proves the key before anything is created
@@ -98,15 +98,15 @@ class RunPodProvider(RentedCloud):
 
     # -- launch --------------------------------------------------------------------------------------
 
-    async def offers_for(self, cluster: Cluster, node: int) -> tuple[Offer, ...]:
+    async def offers_for(self, cluster: Cluster, node: int) -> tuple[Rental, ...]:
         """The offers planned at prepare (`RentedCloud.launch` tries them in turn)."""
-        offers: tuple[Offer, ...] = cluster.state["offers"]
+        offers: tuple[Rental, ...] = cluster.state["offers"]
         return offers
 
     def refused(self, tried: list[str]) -> str:
         return f"tried: {'; '.join(tried)}"
 
-    async def create_on(self, cluster: Cluster, node: int, offer: Offer) -> Instance:
+    async def create_on(self, cluster: Cluster, node: int, offer: Rental) -> Instance:
         assert self.access is not None, "prepare() makes the pool's keys before launch()"
         request = pod_request(
             config=self.config, spec=cluster.spec, offer=offer, access=self.access,
@@ -115,15 +115,14 @@ class RunPodProvider(RentedCloud):
         )
         return self._instance(await self.api.create_pod(request), node, offer)
 
-    def _instance(self, pod: dict[str, Any], node: int, offer: Offer) -> Instance:
+    def _instance(self, pod: dict[str, Any], node: int, offer: Rental) -> Instance:
         gpu = pod.get("gpu") if isinstance(pod.get("gpu"), dict) else {}
-        label = gpu.get("displayName") or (offer.gpu_types[0].display_name if offer.gpu_types else "cpu")
+        label = gpu.get("displayName") or (offer.ref[0].display_name if offer.ref else "cpu")
         return Instance(
             id=str(pod["id"]), node=node, ssh_user=self.config.ssh_user,
-            hourly_rate=cost_per_hour(pod) or (offer.price or 0.0),
-            on_demand_rate=offer.on_demand_price or 0.0,
-            spot=bool(pod.get("interruptible", offer.interruptible)),
-            instance_type=f"{offer.count}x {label}" if offer.gpu_types else label,
+            hourly_rate=cost_per_hour(pod) or offer.price, on_demand_rate=offer.on_demand_price,
+            spot=bool(pod.get("interruptible", offer.spot)),
+            instance_type=f"{offer.offer.accelerator_count:g}x {label}" if offer.ref else label,
             vcpus=int(pod.get("vcpuCount") or 0), memory_gb=float(pod.get("memoryInGb") or 0.0),
         )
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from skyward.errors import NoOffersError
-from skyward.market.rental import in_order
+from skyward.market.offer import Offer
+from skyward.market.rental import Rental, in_order
 from skyward_vastai.account import resolve_api_key
 from skyward_vastai.api import VastAPI
 from skyward_vastai.gpus import gpu_count, gpu_names, min_gpu_ram_mb
@@ -35,41 +36,42 @@ KINDS = {
 
 
 @attrs.frozen
-class Offer:
-    """One rentable machine, as much of it as the provider needs."""
+class Ask:
+    """What renting a Vast offer needs: the offer's id, its machine (a pool uses each machine once)
+    and, for an interruptible one, the bid."""
 
     id: int
     machine_id: int
-    gpu_name: str
-    num_gpus: int
-    price: float
-    spot: bool
     bid: float | None = None
-    vcpus: float = 0.0
-    memory_gb: float = 0.0
-    geolocation: str = ""
 
-    @classmethod
-    def from_api(cls, row: dict[str, Any], kind: str) -> Offer:
-        spot = kind == "bid"
-        price = float(row.get("dph_total") or 0.0)
-        bid = float(row.get("min_bid") or price) if spot else None
-        return cls(
-            id=int(row["id"]), machine_id=int(row.get("machine_id") or row["id"]),
-            gpu_name=str(row.get("gpu_name") or ""), num_gpus=int(row.get("num_gpus") or 0),
-            price=bid if bid is not None else price, spot=spot, bid=bid,
-            vcpus=float(row.get("cpu_cores_effective") or row.get("cpu_cores") or 0.0),
-            memory_gb=round(float(row.get("cpu_ram") or 0.0) / 1000, 1),
-            geolocation=str(row.get("geolocation") or ""),
-        )
 
-    @property
-    def instance_type(self) -> str:
-        return f"{self.num_gpus}x {self.gpu_name}" if self.num_gpus else self.gpu_name or "cpu"
+def offer_of(row: dict[str, Any], kind: str, provider: str = "vastai") -> Offer:
+    """The market's record of one search row (`kind` "bid": priced at its minimum bid, as spot)."""
+    price = float(row.get("dph_total") or 0.0)
+    spot = kind == "bid"
+    gpus = int(row.get("num_gpus") or 0)
+    name = str(row.get("gpu_name") or "")
+    return Offer(
+        provider=provider, instance_type=f"{gpus}x {name}" if gpus else name or "cpu",
+        accelerator=name or None, accelerator_count=gpus,
+        vcpus=float(row.get("cpu_cores_effective") or row.get("cpu_cores") or 0.0) or None,
+        memory_gb=round(float(row.get("cpu_ram") or 0.0) / 1000, 1) or None,
+        region=str(row.get("geolocation") or ""),
+        spot_price=float(row.get("min_bid") or price) if spot else None,
+        on_demand_price=None if spot else price,
+    )
+
+
+def rental_of(row: dict[str, Any], kind: str) -> Rental:
+    """A search row as a launch tries it."""
+    offer = offer_of(row, kind)
+    bid = offer.spot_price if kind == "bid" else None
+    ask = Ask(id=int(row["id"]), machine_id=int(row.get("machine_id") or row["id"]), bid=bid)
+    return Rental(offer=offer, spot=kind == "bid", ref=ask)
 
 
 @attrs.frozen
-class OfferQuery:
+class SearchFilters:
     """The search filters for one spec (Vast's REST units: memory in MB, disk in GB)."""
 
     filters: dict[str, Any] = attrs.field(hash=False)
@@ -79,7 +81,7 @@ class OfferQuery:
     summary: str
 
     @classmethod
-    def for_spec(cls, spec: Spec, config: VastAI) -> OfferQuery:
+    def for_spec(cls, spec: Spec, config: VastAI) -> SearchFilters:
         filters: dict[str, Any] = {
             "rentable": {"eq": True}, "rented": {"eq": False}, "external": {"eq": False},
             "reliability": {"gte": config.min_reliability},
@@ -119,22 +121,22 @@ class OfferQuery:
         return cls(filters, KINDS[spec.allocation], disk, spec.max_hourly_cost, ", ".join(said))
 
 
-async def search(api: VastAPI, query: OfferQuery, allocation: str) -> list[Offer]:
+async def search(api: VastAPI, query: SearchFilters, allocation: str) -> list[Rental]:
     """Every matching offer, in the order to try them (see the module)."""
-    found: list[Offer] = []
+    found: list[Rental] = []
     for kind in query.kinds:
         rows = await api.search(query.filters, kind, query.disk_gb, SEARCH_LIMIT)
-        found += [Offer.from_api(row, kind) for row in rows]
+        found += [rental_of(row, kind) for row in rows]
     return ordered(found, query, allocation)
 
 
-def ordered(offers: list[Offer], query: OfferQuery, allocation: str) -> list[Offer]:
+def ordered(offers: list[Rental], query: SearchFilters, allocation: str) -> list[Rental]:
     """Drop offers over the price cap (a bid is priced at what we bid), then order them."""
     offers = [o for o in offers if query.max_price is None or o.price <= query.max_price]
     return in_order(offers, allocation, spot=lambda o: o.spot, price=lambda o: o.price)
 
 
-def describe_none(query: OfferQuery) -> NoOffersError:
+def describe_none(query: SearchFilters) -> NoOffersError:
     """No offer matches: `NoOffersError` (a `ProvisionError`), saying what to relax."""
     return NoOffersError(
         f"vastai: no offer matches {query.summary}; relax the spec (another accelerator, fewer "
@@ -146,10 +148,10 @@ def describe_none(query: OfferQuery) -> NoOffersError:
 def cheapest_price(config: VastAI, spec: Spec) -> float | None:
     """`VastAI.hourly_price`: the cheapest matching offer's $/hour, None when unknown."""
     try:
-        query = OfferQuery.for_spec(spec, config)
+        query = SearchFilters.for_spec(spec, config)
         api = VastAPI(resolve_api_key(config.api_key), config.api_url)
         prices = [
-            Offer.from_api(row, kind).price
+            rental_of(row, kind).price
             for kind in query.kinds
             for row in api.search_now(query.filters, kind, query.disk_gb, 8)
         ]

@@ -1,7 +1,7 @@
 """Vast.ai's offers for `sky offers` and `sky.offers()`: the marketplace, as a pool searches it.
 
 Each Vast offer is one machine's free GPUs. The snapshot is two searches with the filters a pool
-uses (`market.OfferQuery.for_spec` with no accelerator: rentable, reliability, verified hosts,
+uses (`market.SearchFilters.for_spec` with no accelerator: rentable, reliability, verified hosts,
 countries, disk), on demand and interruptible, cheapest first, merged by offer: its on-demand
 price and its minimum bid (the spot price). Its `region` is the host's country code, which is
 what `Spec.region` names on Vast. Prices move by the minute, so a snapshot is kept an hour.
@@ -46,7 +46,7 @@ class VastOffers:
     """The marketplace's offers. `min_reliability`, `verified`, `geolocation` and `disk_gb` are
     `sky.VastAI`'s filters (its defaults here); other values make a snapshot of their own.
 
-    It has the settings `market.OfferQuery.for_spec` reads from a config, so it stands in for one
+    It has the settings `market.SearchFilters.for_spec` reads from a config, so it stands in for one
     there (this module does not import the config, which imports it)."""
 
     api_key: str | None = attrs.field(default=None, repr=False)
@@ -86,28 +86,24 @@ class VastOffers:
         from skyward.spec import Spec
         from skyward_vastai.account import resolve_api_key
         from skyward_vastai.api import VastAPI
-        from skyward_vastai.market import Offer as VastOffer
-        from skyward_vastai.market import OfferQuery
+        from skyward_vastai.market import SearchFilters, offer_of
 
-        query = OfferQuery.for_spec(Spec(allocation="cheapest"), self)  # type: ignore[arg-type]
+        query = SearchFilters.for_spec(Spec(allocation="cheapest"), self)  # type: ignore[arg-type]
         api = VastAPI(resolve_api_key(self.api_key), self.api_url)
         machines: dict[int, dict[str, Any]] = {}
         for kind in ("on-demand", "bid"):
             for row in api.search_now(query.filters, kind, query.disk_gb, SEARCH_LIMIT):
-                offer = VastOffer.from_api(row, kind)
-                seen = machines.setdefault(offer.id, {"offer": offer, "row": row})
-                seen["spot" if offer.spot else "on_demand"] = offer.price
+                offer = offer_of(row, kind, self.name)
+                seen = machines.setdefault(int(row["id"]), {"offer": offer, "row": row})
+                seen["spot" if kind == "bid" else "on_demand"] = offer.price
         return [self._offer(m) for m in machines.values()]
 
     def _offer(self, machine: dict[str, Any]) -> Offer:
         offer, row = machine["offer"], machine["row"]
         ram = row.get("gpu_ram")  # MB per card, as Vast counts it
         memory = round(float(ram) / 1000, 1) if isinstance(ram, int | float) and ram else None
-        return Offer(
-            provider=self.name, instance_type=offer.instance_type, accelerator=offer.gpu_name or None,
-            accelerator_count=offer.num_gpus,
-            accelerator_memory_gb=memory,
-            vcpus=offer.vcpus or None, memory_gb=offer.memory_gb or None, region=_country(offer.geolocation),
+        return attrs.evolve(
+            offer, accelerator_memory_gb=memory, region=_country(offer.region),
             spot_price=machine.get("spot"), on_demand_price=machine.get("on_demand"),
         )
 

@@ -24,6 +24,7 @@ import structlog
 
 from skyward.errors import CapacityError, ProvisionError
 from skyward.guardian.boot import SOURCE_VARIABLE, packed
+from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import HOST_KEY_VARIABLE, CloudProvider
 from skyward.providers.naming import of_pool
@@ -32,7 +33,7 @@ from skyward.providers.ssh import head_port
 from skyward_vastai.account import resolve_api_key
 from skyward_vastai.api import VastAPI
 from skyward_vastai.machine import onstart_script, shutdown_command, ssh_address
-from skyward_vastai.market import Offer, OfferQuery, describe_none, search
+from skyward_vastai.market import SearchFilters, describe_none, search
 
 if TYPE_CHECKING:
     from skyward.options import Options
@@ -59,9 +60,9 @@ class VastAIProvider(CloudProvider):
         self.config = config
         self.api = VastAPI(resolve_api_key(config.api_key), config.api_url)
         self.shutdown_command = shutdown_command(config.api_url)
-        self._query: OfferQuery | None = None
+        self._query: SearchFilters | None = None
         self._allocation = "on-demand"
-        self._offers: list[Offer] = []
+        self._offers: list[Rental] = []
         self._tried: set[int] = set()
         #: instance id -> machine id, of every instance this pool rented and has not destroyed.
         self._machines: dict[str, int] = {}
@@ -71,15 +72,15 @@ class VastAIProvider(CloudProvider):
     # -- prepare -----------------------------------------------------------------------------------
 
     async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
-        self._query = OfferQuery.for_spec(spec, self.config)
+        self._query = SearchFilters.for_spec(spec, self.config)
         self._allocation = spec.allocation
         self._offers = await search(self.api, self._query, spec.allocation)
         if not self._offers:
             raise describe_none(self._query)
         best = self._offers[0]
         self._log.info(
-            "skyward.vastai_offers", offers=len(self._offers), cheapest=best.price, gpu=best.instance_type,
-            spot=best.spot,
+            "skyward.vastai_offers", offers=len(self._offers), cheapest=best.price,
+            gpu=best.offer.instance_type, spot=best.spot,
         )
         return Cluster(id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id))
 
@@ -87,7 +88,7 @@ class VastAIProvider(CloudProvider):
 
     async def resume_cloud(self, cluster: Cluster) -> None:
         """A parked pool's search, for nodes it may still launch (offers are found when needed)."""
-        self._query = OfferQuery.for_spec(cluster.spec, self.config)
+        self._query = SearchFilters.for_spec(cluster.spec, self.config)
         self._allocation = cluster.spec.allocation
         self._offers = []
 
@@ -113,30 +114,32 @@ class VastAIProvider(CloudProvider):
             self._tried.clear()
             candidates = self._candidates()
         for offer in candidates:
-            self._tried.add(offer.id)
+            ask = offer.ref
+            self._tried.add(ask.id)
             try:
-                instance_id = await self.api.create(offer.id, **self._request(cluster, node, offer))
+                instance_id = await self.api.create(ask.id, **self._request(cluster, node, offer))
             except CapacityError as exc:
-                self._log.info("skyward.vastai_offer_taken", node=node, offer=offer.id, error=str(exc))
+                self._log.info("skyward.vastai_offer_taken", node=node, offer=ask.id, error=str(exc))
                 continue
-            self._machines[str(instance_id)] = offer.machine_id
+            self._machines[str(instance_id)] = ask.machine_id
+            machine = offer.offer
             self._log.info(
-                "skyward.vastai_rented", node=node, instance=instance_id, offer=offer.id,
-                gpu=offer.instance_type, price=offer.price, spot=offer.spot,
+                "skyward.vastai_rented", node=node, instance=instance_id, offer=ask.id,
+                gpu=machine.instance_type, price=offer.price, spot=offer.spot,
             )
             return Instance(
                 id=str(instance_id), node=node, ssh_user=self.config.ssh_user, hourly_rate=offer.price,
-                on_demand_rate=0.0 if offer.spot else offer.price, spot=offer.spot,
-                instance_type=offer.instance_type, vcpus=int(offer.vcpus), memory_gb=offer.memory_gb,
+                on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=machine.instance_type,
+                vcpus=int(machine.vcpus or 0), memory_gb=machine.memory_gb or 0.0,
             )
         raise CapacityError(
             f"vastai: every offer matching {self._query.summary} is taken or on a machine this pool "
             "already uses; will search again"
         )
 
-    def _candidates(self) -> list[Offer]:
+    def _candidates(self) -> list[Rental]:
         busy = set(self._machines.values())
-        return [o for o in self._offers if o.id not in self._tried and o.machine_id not in busy]
+        return [o for o in self._offers if o.ref.id not in self._tried and o.ref.machine_id not in busy]
 
     @staticmethod
     def label_prefix(cluster: Cluster) -> str:
@@ -144,7 +147,7 @@ class VastAIProvider(CloudProvider):
         pool's: the trailing `-node-` keeps pool `a` from matching pool `ab`."""
         return f"skyward-{cluster.id}-node-"
 
-    def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, object]:
+    def _request(self, cluster: Cluster, node: int, offer: Rental) -> dict[str, object]:
         """The create-instance fields: image, disk, our keys (env + onstart), a label with the pool."""
         assert self.access is not None
         guardian = self.boot_guardian(cluster, node, self.shutdown_command)
@@ -159,7 +162,7 @@ class VastAIProvider(CloudProvider):
             "cancel_unavail": True,
         }
         if offer.spot:
-            fields["bid_price"] = offer.bid
+            fields["bid_price"] = offer.ref.bid
         return fields
 
     # -- refresh -----------------------------------------------------------------------------------

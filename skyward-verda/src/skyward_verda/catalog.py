@@ -2,10 +2,11 @@
 
 Verda sells fixed shapes ("1A100.22V": one A100, 22 vCPUs), each with an on-demand and a spot
 price per hour (`GET /instance-types`), and says which shapes each location can start right now
-(`GET /instance-availability`). An `Offer` is one way to rent a node: a type, a location, spot or
-not, at a price. `plan` lists them in the order the spec's allocation says ("spot" only spot,
-"on-demand" never spot, "spot-if-available" every spot offer first, "cheapest" both by price), so
-launching is "try each in turn": one that is refused for capacity falls over to the next.
+(`GET /instance-availability`). `offer_of` reads a type as the market's `Offer`; a launch tries
+`Rental`s: a type's offer in a location, spot or not. `plan` lists them in the order the spec's
+allocation says ("spot" only spot, "on-demand" never spot, "spot-if-available" every spot offer
+first, "cheapest" both by price), so launching is "try each in turn": one that is refused for
+capacity falls over to the next.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from skyward.errors import NoOffersError
-from skyward.market.rental import SPOT_KINDS, in_order, memory_fits, names_card, whole_gpus
+from skyward.market.offer import Offer
+from skyward.market.rental import SPOT_KINDS, Rental, in_order, memory_fits, names_card, whole_gpus
 
 if TYPE_CHECKING:
     from skyward.accelerators import Accelerator
@@ -67,25 +69,15 @@ class InstanceType:
         return f"{self.gpus}x {self.model or self.description}" if self.gpus else f"CPU {self.vcpus} vCPU"
 
 
-@attrs.frozen
-class Offer:
-    """One way to deploy a node: a type in a location, spot or not, at `price` per hour."""
-
-    type: InstanceType
-    location: str
-    spot: bool
-
-    @property
-    def price(self) -> float:
-        return self.type.spot_price if self.spot else self.type.price
-
-    @property
-    def on_demand_price(self) -> float:
-        return self.type.price
-
-    def __str__(self) -> str:
-        kind = "spot" if self.spot else "on-demand"
-        return f"{self.type.name} ({self.type.label}) in {self.location}, {kind} ${self.price:.2f}/h"
+def offer_of(kind: InstanceType, provider: str = "verda", location: str = "") -> Offer:
+    """The market's record of an instance type (in `location`, where one is known)."""
+    per_gpu = kind.gpu_memory_gb / kind.gpus if kind.gpus else None
+    return Offer(
+        provider=provider, instance_type=kind.name, accelerator=kind.model or None,
+        accelerator_count=kind.gpus, accelerator_memory_gb=per_gpu,
+        vcpus=kind.vcpus or None, memory_gb=kind.memory_gb or None, region=location,
+        spot_price=kind.spot_price, on_demand_price=kind.price,
+    )
 
 
 def _fits_card(kind: InstanceType, accelerator: Accelerator) -> bool:
@@ -132,7 +124,7 @@ def _no_type(spec: Spec, types: list[InstanceType]) -> NoOffersError:
 def plan(
     spec: Spec, types: Iterable[InstanceType], available: Mapping[bool, Mapping[str, set[str]]],
     locations: tuple[str, ...] = (),
-) -> list[Offer]:
+) -> list[Rental]:
     """Every offer the spec allows that Verda can start now, in the order to try them."""
     offers = []
     for spot in SPOT_KINDS[spec.allocation]:
@@ -142,7 +134,7 @@ def plan(
             for location in sorted(available.get(spot, {}).get(kind.name, ())):
                 if locations and location not in locations:
                     continue
-                offer = Offer(kind, location, spot)
+                offer = Rental(offer=offer_of(kind, location=location), spot=spot, ref=kind)
                 if spec.max_hourly_cost is None or offer.price <= spec.max_hourly_cost:
                     offers.append(offer)
     return in_order(offers, spec.allocation, spot=lambda o: o.spot, price=lambda o: o.price)

@@ -20,19 +20,9 @@ from skyward.market.source import MARKETPLACE_TTL
 from skyward.providers.calls import run_closing
 from skyward.providers.credentials import CredentialStatus
 from skyward_verda.account import API_URL, locate_credentials, resolve_credentials
-from skyward_verda.catalog import InstanceType
+from skyward_verda.catalog import InstanceType, offer_of
 
 URL_VARIABLE = "VERDA_API_URL"
-
-
-def offer_of(kind: InstanceType, provider: str = "verda") -> Offer:
-    per_gpu = kind.gpu_memory_gb / kind.gpus if kind.gpus else None
-    return Offer(
-        provider=provider, instance_type=kind.name, accelerator=kind.model or None,
-        accelerator_count=kind.gpus, accelerator_memory_gb=per_gpu,
-        vcpus=kind.vcpus or None, memory_gb=kind.memory_gb or None,
-        spot_price=kind.spot_price, on_demand_price=kind.price,
-    )
 
 
 @attrs.frozen

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from skyward.market.rental import Rental
 from skyward.providers.calls import known_or_none
 from skyward_verda.account import resolve_credentials
 from skyward_verda.api import LOGGER, VerdaAPI
-from skyward_verda.catalog import InstanceType, Offer, matching, plan
+from skyward_verda.catalog import InstanceType, matching, plan
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -31,7 +32,7 @@ async def instance_types(api: VerdaAPI, spec: Spec) -> list[InstanceType]:
 
 async def offers(
     api: VerdaAPI, spec: Spec, types: list[InstanceType], locations: tuple[str, ...]
-) -> list[Offer]:
+) -> list[Rental]:
     """Every offer of `types` that a location can start now, in the order to try them."""
     both = spec.allocation in ("spot-if-available", "cheapest")
     kinds = {True, False} if both else {spec.allocation == "spot"}

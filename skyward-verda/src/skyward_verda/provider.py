@@ -21,6 +21,7 @@ import attrs
 import structlog
 
 from skyward.errors import ProvisionError
+from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
 from skyward.providers.probe import answers_with
@@ -28,7 +29,7 @@ from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
 from skyward_verda.account import resolve_credentials
 from skyward_verda.api import LOGGER, VerdaAPI, gone
-from skyward_verda.catalog import InstanceType, Offer
+from skyward_verda.catalog import InstanceType
 from skyward_verda.machine import end_command, hostname, startup_script
 from skyward_verda.pricing import instance_types, locations_for, offers
 
@@ -84,7 +85,7 @@ class VerdaProvider(RentedCloud):
 
     # -- launch (`RentedCloud.launch`) ---------------------------------------------------------------
 
-    async def offers_for(self, cluster: Cluster, node: int) -> list[Offer]:
+    async def offers_for(self, cluster: Cluster, node: int) -> list[Rental]:
         """The offers Verda can start now, in the order the allocation says."""
         types: tuple[InstanceType, ...] = cluster.state["types"]
         return await offers(self.api, cluster.spec, list(types), locations_for(self.config, cluster.spec))
@@ -92,15 +93,15 @@ class VerdaProvider(RentedCloud):
     def refused(self, tried: list[str]) -> str:
         return "; ".join(tried) or "no location has the fitting types free"
 
-    async def create_on(self, cluster: Cluster, node: int, offer: Offer) -> Instance:
+    async def create_on(self, cluster: Cluster, node: int, offer: Rental) -> Instance:
         instance_id = await self.api.create_instance(await self._request(cluster, node, offer))
         return Instance(
             id=instance_id, node=node, ssh_user=self.config.ssh_user, ssh_port=self.config.ssh_port,
             hourly_rate=offer.price, on_demand_rate=offer.on_demand_price, spot=offer.spot,
-            instance_type=offer.type.name, vcpus=offer.type.vcpus, memory_gb=offer.type.memory_gb,
+            instance_type=offer.ref.name, vcpus=offer.ref.vcpus, memory_gb=offer.ref.memory_gb,
         )
 
-    async def _request(self, cluster: Cluster, node: int, offer: Offer) -> dict[str, Any]:
+    async def _request(self, cluster: Cluster, node: int, offer: Rental) -> dict[str, Any]:
         """The `POST /instances` body, with the node's startup script saved first (once)."""
         assert self.access is not None
         host = hostname(cluster.id, node)
@@ -110,13 +111,13 @@ class VerdaProvider(RentedCloud):
             script = startup_script(self.access, self.credentials, guardian)
             scripts[node] = await self.api.add_script(host, script)
         return {
-            "instance_type": offer.type.name,
+            "instance_type": offer.ref.name,
             "image": self.config.image,
             "ssh_key_ids": [cluster.state["ssh_key"]],
             "startup_script_id": scripts[node],
             "hostname": host,
             "description": f"Skyward pool {cluster.id}, node {node}",
-            "location_code": offer.location,
+            "location_code": offer.offer.region,
             "os_volume": {"name": f"{host}-os", "size": int(cluster.spec.disk_gb or self.config.disk_gb)},
             "is_spot": offer.spot,
         }

@@ -8,6 +8,9 @@ card is in a listing when each of its words is ("rtx 4090" is in "nvidia geforce
 memory narrows the match (`memory_fits`). `canonical_accelerator` (`market.offer`) is the same
 idea the other way round, for the catalog's records.
 
+A launch tries `Rental`s: the market's `Offer` (the one record of a machine and its prices, the
+same a cloud's `OfferSource` lists) rented spot or not, with the cloud's handle to create it.
+
 `in_order` is the one reading of `Spec.allocation`: "spot" only spot offers, "on-demand" never
 spot, "spot-if-available" every spot offer first, "cheapest" both kinds by price.
 """
@@ -17,9 +20,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import attrs
 
 from skyward.errors import ConfigurationError
+from skyward.market.offer import Offer
 
 T = TypeVar("T")
 
@@ -68,3 +74,28 @@ def in_order(
     if allocation == "cheapest":
         return sorted(kept, key=price)
     return sorted(kept, key=lambda o: (not spot(o), price(o)))
+
+
+@attrs.frozen(kw_only=True)
+class Rental:
+    """One way to rent one node, as a launch tries it: the market's record of the machine
+    (`offer`: what it carries, both its prices), rented spot or not, and the cloud's own handle
+    to create it (`ref`: a product id, an instance type in a location, a marketplace offer)."""
+
+    offer: Offer
+    spot: bool
+    ref: Any = None
+
+    @property
+    def price(self) -> float:
+        """USD per node per hour as rented (0.0 where the cloud does not say)."""
+        return (self.offer.spot_price if self.spot else self.offer.on_demand_price) or 0.0
+
+    @property
+    def on_demand_price(self) -> float:
+        return self.offer.on_demand_price or 0.0
+
+    def __str__(self) -> str:
+        where = f" in {self.offer.region}" if self.offer.region else ""
+        kind = "spot" if self.spot else "on-demand"
+        return f"{self.offer.instance_type}{where} ({kind} ${self.price:.2f}/h)"
