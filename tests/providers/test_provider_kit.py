@@ -1,0 +1,96 @@
+"""What the provider kit gives every cloud: its API errors read one way (`providers.rest`), a
+deletion retried (`rest.delete_retrying`), a listing's card found and its offers ordered by the
+spec's allocation (`market.rental`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from skyward.errors import CapacityError, ConfigurationError, ProvisionError
+from skyward.market.offer import Offer
+from skyward.market.rental import Rental, in_order, memory_fits, names_card, whole_gpus
+from skyward.providers.rest import ApiErrors, Gone, RateLimited, delete_retrying
+
+ERRORS = ApiErrors(
+    cloud="Nimbus", credential="the API key", credentials="check NIMBUS_API_KEY",
+    capacity_phrases=("sold out",), advice={"insufficient_funds": "add funds to the account"},
+)
+
+
+def test_a_refused_key_names_where_the_key_comes_from() -> None:
+    error = ERRORS.reading(401, {"message": "bad token"}, "list machines")
+    assert type(error) is ProvisionError
+    assert str(error) == (
+        "Nimbus refused the API key (401: bad token) when asked to list machines: check NIMBUS_API_KEY"
+    )
+
+
+def test_no_capacity_by_status_or_by_the_apis_words_is_a_capacity_error() -> None:
+    assert isinstance(ERRORS.reading(503, None, "create a machine"), CapacityError)
+    assert isinstance(ERRORS.reading(400, {"error": "GPU sold out"}, "create a machine"), CapacityError)
+
+
+def test_not_found_is_gone_and_too_many_requests_is_rate_limited() -> None:
+    assert isinstance(ERRORS.reading(404, "", "read machine m1"), Gone)
+    assert isinstance(ERRORS.reading(429, {"detail": "slow down"}, "list machines"), RateLimited)
+
+
+def test_a_known_refusal_says_what_to_do() -> None:
+    body = {"code": "insufficient_funds", "message": "balance too low"}
+    error = ERRORS.reading(402, body, "create a machine")
+    assert str(error).endswith("balance too low; add funds to the account")
+
+
+def test_a_deletion_that_fails_once_is_retried_and_one_already_gone_is_done() -> None:
+    answers: list[BaseException | None] = [ProvisionError("busy"), Gone("no such machine")]
+
+    async def delete() -> None:
+        answer = answers.pop(0)
+        if answer is not None:
+            raise answer
+
+    asyncio.run(delete_retrying(delete, cloud="Nimbus", what="m1", where="the console", delay=0.0))
+    assert answers == []
+
+
+def test_a_deletion_that_keeps_failing_says_where_to_delete_by_hand() -> None:
+    async def delete() -> None:
+        raise ProvisionError("busy")
+
+    says = "could not delete m1: busy; delete it in the console to stop billing"
+    with pytest.raises(ProvisionError, match=says):
+        asyncio.run(
+            delete_retrying(delete, cloud="Nimbus", what="m1", where="the console", delay=0.0, attempts=2)
+        )
+
+
+def test_a_card_is_found_in_a_listings_words_and_memory() -> None:
+    assert names_card("NVIDIA GeForce RTX 4090", "RTX_4090")
+    assert names_card("A100 SXM4 80GB", "A100") and not names_card("A10G", "A100")
+    assert memory_fits(80.0, 80.0) and not memory_fits(40.0, 80.0) and memory_fits(None, 80.0)
+
+
+def test_a_fraction_of_a_gpu_is_refused_naming_the_cloud_and_the_fix() -> None:
+    assert whole_gpus(2.0, "Nimbus") == 2
+    with pytest.raises(ConfigurationError, match="Nimbus rents whole GPUs.*ask for 1"):
+        whole_gpus(0.5, "Nimbus")
+
+
+def rental(spot: bool, price: float) -> Rental:
+    offer = Offer(provider="nimbus", instance_type="1x A100", spot_price=price, on_demand_price=price)
+    return Rental(offer=offer, spot=spot)
+
+
+def test_each_allocation_tries_its_kinds_in_its_order() -> None:
+    offers = [rental(False, 1.0), rental(True, 0.9), rental(False, 0.5), rental(True, 0.6)]
+
+    def order(allocation: str) -> list[tuple[bool, float]]:
+        ordered = in_order(offers, allocation, spot=lambda o: o.spot, price=lambda o: o.price)
+        return [(o.spot, o.price) for o in ordered]
+
+    assert order("spot") == [(True, 0.6), (True, 0.9)]
+    assert order("on-demand") == [(False, 0.5), (False, 1.0)]
+    assert order("spot-if-available") == [(True, 0.6), (True, 0.9), (False, 0.5), (False, 1.0)]
+    assert order("cheapest") == [(False, 0.5), (True, 0.6), (True, 0.9), (False, 1.0)]
