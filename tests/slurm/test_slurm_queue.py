@@ -22,7 +22,9 @@ def one() -> int:
 
 def _fill(slurm: SlurmCluster) -> str:
     """A job of someone else's holding every node of the cluster."""
-    return slurm.run("sbatch", "--parsable", "--job-name=other-user", "-N2", "--wrap", "sleep 600").strip()
+    return slurm.run(
+        "sbatch", "--parsable", "--job-name=other-user", "--output=/dev/null", "-N2", "--wrap", "sleep 600"
+    ).strip()
 
 
 def _skyward_job(slurm: SlurmCluster, state: str) -> dict[str, str] | None:
