@@ -87,9 +87,20 @@ def _safe(text: str) -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback port free now whose next one is free too: the pool's rendezvous port is torch's,
+    and jax's coordinator takes the next one (`skyward_jax`), which nothing else checks."""
+    for _ in range(100):
+        with socket.socket() as sock, socket.socket() as neighbour:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+            if port >= 65535:
+                continue
+            try:
+                neighbour.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+    raise OSError("no two neighbouring loopback ports are free on this machine")
 
 
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
