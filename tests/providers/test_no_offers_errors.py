@@ -31,9 +31,10 @@ def test_runpod_above_max_hourly_cost_raises_no_offers() -> None:
 
 
 def test_vastai_without_a_matching_offer_raises_no_offers() -> None:
-    from skyward_vastai.market import OfferQuery, describe_none
+    from skyward_vastai.market import SearchFilters, describe_none
 
-    error = describe_none(OfferQuery.for_spec(spec(accelerator="A100"), sky.VastAI(api_key="vast_KEY_0123")))
+    filters = SearchFilters.for_spec(spec(accelerator="A100"), sky.VastAI(api_key="vast_KEY_0123"))
+    error = describe_none(filters)
     assert isinstance(error, sky.NoOffersError) and "no offer matches" in str(error)
 
 
