@@ -84,10 +84,12 @@ def start_client(
 
 
 def kill_when(client: Client, ready: Callable[[], bool], timeout: float) -> float:
-    """Wait until `ready` (at most `timeout` seconds; the client's log tells why not), then kill
-    the client outright, whatever happened; returns when it was dead."""
+    """Wait until `ready` (at most `timeout` seconds, less if the client exits first; the client's
+    log tells why not), then kill the client outright, whatever happened; returns when it was dead."""
     try:
-        assert wait_until(ready, timeout), client.log.read_text()
+        exited = client.process.poll
+        wait_until(lambda: ready() or exited() is not None, timeout)
+        assert ready(), client.log.read_text()
     finally:
         client.process.send_signal(signal.SIGKILL)
         client.process.wait()
