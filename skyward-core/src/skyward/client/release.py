@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skyward.client.spend import Spend
 from skyward.observe.bus import EventBus
 from skyward.observe.console import LINGERING
 from skyward.observe.events import ErrorReported, InstanceDestroyed
+
+if TYPE_CHECKING:
+    from skyward.providers.base import Provider
 
 #: The lease is renewed every `Spec.ttl`/3, but no more often than this and no less (seconds).
 LEASE_MIN_INTERVAL = 60.0
@@ -41,9 +44,9 @@ def lease_until(ttl: float, now: float) -> float:
     return now + max(float(ttl), 3 * lease_interval(ttl))
 
 
-def bound(provider: Any) -> float:
+def bound(provider: Provider) -> float:
     """How long giving back the machines may take: the provider's `release_timeout`, and some."""
-    return float(getattr(provider, "release_timeout", 0.0) or 0.0) + RELEASE_MARGIN
+    return float(provider.release_timeout) + RELEASE_MARGIN
 
 
 class MachineRelease:
