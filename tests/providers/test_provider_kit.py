@@ -14,8 +14,11 @@ from skyward.market.rental import Rental, in_order, memory_fits, names_card, who
 from skyward.providers.rest import ApiErrors, Gone, RateLimited, delete_retrying
 
 ERRORS = ApiErrors(
-    cloud="Nimbus", credential="the API key", credentials="check NIMBUS_API_KEY",
-    capacity_phrases=("sold out",), advice={"insufficient_funds": "add funds to the account"},
+    cloud="Nimbus",
+    credential="the API key",
+    credentials="check NIMBUS_API_KEY",
+    capacity_phrases=("sold out",),
+    advice={"insufficient_funds": "add funds to the account"},
 )
 
 

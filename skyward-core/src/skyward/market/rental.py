@@ -30,13 +30,30 @@ from skyward.market.offer import Offer
 T = TypeVar("T")
 
 #: Words that say nothing about which card it is (vendors, brands, form factors, units).
-NOISE = frozenset({
-    "", "nvidia", "geforce", "amd", "instinct", "oam", "generation", "tesla", "radeon",
-    "sxm", "sxm4", "sxm5", "pcie", "gb",
-})
+NOISE = frozenset(
+    {
+        "",
+        "nvidia",
+        "geforce",
+        "amd",
+        "instinct",
+        "oam",
+        "generation",
+        "tesla",
+        "radeon",
+        "sxm",
+        "sxm4",
+        "sxm5",
+        "pcie",
+        "gb",
+    }
+)
 #: Which kinds (spot or not) each allocation rents, in the order they are tried.
 SPOT_KINDS: dict[str, tuple[bool, ...]] = {
-    "spot": (True,), "on-demand": (False,), "spot-if-available": (True, False), "cheapest": (True, False),
+    "spot": (True,),
+    "on-demand": (False,),
+    "spot-if-available": (True, False),
+    "cheapest": (True, False),
 }
 
 

@@ -70,7 +70,10 @@ class RentedCloud(CloudProvider):
     async def _create(self, cluster: Cluster, node: int) -> Instance:
         offers = await self.offers_for(cluster, node)
         return await self.first_created(
-            node, offers, lambda offer: self.create_on(cluster, node, offer), cloud=self.cloud,
+            node,
+            offers,
+            lambda offer: self.create_on(cluster, node, offer),
+            cloud=self.cloud,
             refused=self.refused,
         )
 
@@ -78,8 +81,11 @@ class RentedCloud(CloudProvider):
         """Delete the machines (a passing failure retried), then wait until none is listed."""
         ids = ", ".join(i.id for i in instances)
         await delete_retrying(
-            lambda: self.delete_machines(cluster, instances), cloud=self.cloud, what=ids,
-            where=self.console, delay=self.poll_interval,
+            lambda: self.delete_machines(cluster, instances),
+            cloud=self.cloud,
+            what=ids,
+            where=self.console,
+            delay=self.poll_interval,
         )
         await self.confirm_gone(
             instances, self._gone, cloud=self.cloud, timeout=self.confirm_timeout, interval=self.poll_interval
