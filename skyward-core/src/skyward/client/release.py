@@ -44,9 +44,10 @@ def lease_until(ttl: float, now: float) -> float:
     return now + max(float(ttl), 3 * lease_interval(ttl))
 
 
-def bound(provider: Provider) -> float:
-    """How long giving back the machines may take: the provider's `release_timeout`, and some."""
-    return float(provider.release_timeout) + RELEASE_MARGIN
+def bound(provider: Provider | None) -> float:
+    """How long giving back the machines may take: the provider's `release_timeout` (none before
+    a provider was made), and some."""
+    return (float(provider.release_timeout) if provider is not None else 0.0) + RELEASE_MARGIN
 
 
 class MachineRelease:
