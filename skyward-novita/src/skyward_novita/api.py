@@ -18,7 +18,6 @@ from typing import Any
 
 import structlog
 
-from skyward.errors import ProvisionError
 from skyward.providers.rest import ApiErrors, Gone, JsonApi
 from skyward_novita.account import API_KEY_VARIABLE
 
@@ -57,15 +56,13 @@ class NovitaAPI(JsonApi):
         rows = body.get("data") if isinstance(body, dict) else None
         return [row for row in rows or [] if isinstance(row, dict)]
 
-    async def create(self, request: dict[str, Any]) -> str:
-        body = await self.call("POST", "/gpu/instance/create", "create an instance", json=request)
-        if not isinstance(body, dict) or not body.get("id"):
-            raise ProvisionError(f"Novita answered an instance creation without an id: {body!r}")
+    async def create_instance(self, request: dict[str, Any]) -> str:
+        instance_id, _ = await self.create("/gpu/instance/create", "create an instance", json=request)
         structlog.get_logger(LOGGER).info(
-            "skyward.novita_instance_created", instance=body["id"], name=request.get("name"),
+            "skyward.novita_instance_created", instance=instance_id, name=request.get("name"),
             product=request.get("productId"), billing=request.get("billingMode"),
         )
-        return str(body["id"])
+        return instance_id
 
     async def instance(self, instance_id: str) -> dict[str, Any] | None:
         body = await self.call("GET", "/gpu/instance", f"read instance {instance_id}",

@@ -83,7 +83,7 @@ class NovitaProvider(RentedCloud):
         return "; ".join(tried) or "no product free"
 
     async def create_on(self, cluster: Cluster, node: int, offer: Rental) -> Instance:
-        instance_id = await self.api.create(self._request(cluster, node, offer))
+        instance_id = await self.api.create_instance(self._request(cluster, node, offer))
         return Instance(
             id=instance_id, node=node, ssh_user=self.config.ssh_user, hourly_rate=offer.price,
             on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=offer.offer.instance_type,

@@ -86,11 +86,9 @@ class RunPodAPI(JsonApi):
 
     async def create_pod(self, request: dict[str, Any]) -> dict[str, Any]:
         """`POST /pods`; the new pod (its address comes later, see `get_pod`)."""
-        body = await self.call("POST", "/pods", "create a pod", json=request)
-        if not isinstance(body, dict) or not body.get("id"):
-            raise ProvisionError(f"RunPod answered a pod creation without a pod: {body!r}")
+        pod_id, body = await self.create("/pods", "create a pod", json=request)
         structlog.get_logger(LOGGER).info(
-            "skyward.runpod_pod_created", pod=body["id"], name=request.get("name"),
+            "skyward.runpod_pod_created", pod=pod_id, name=request.get("name"),
             interruptible=request.get("interruptible"), cloud=request.get("cloudType"),
         )
         return body

@@ -101,17 +101,17 @@ class VerdaAPI(JsonApi):
     # -- keys and scripts --------------------------------------------------------------------------
 
     async def add_ssh_key(self, name: str, key: str) -> str:
-        return _id(await self.call(
-            "POST", "/sshkeys", "register the pool's SSH key", json={"name": name, "key": key}
-        ))
+        body = {"name": name, "key": key}
+        key_id, _ = await self.create("/sshkeys", "register the pool's SSH key", json=body)
+        return key_id
 
     async def delete_ssh_key(self, key_id: str) -> None:
         await self.call("DELETE", f"/sshkeys/{key_id}", f"delete SSH key {key_id}", gone_ok=True)
 
     async def add_script(self, name: str, script: str) -> str:
-        return _id(await self.call(
-            "POST", "/scripts", "save a startup script", json={"name": name, "script": script}
-        ))
+        body = {"name": name, "script": script}
+        script_id, _ = await self.create("/scripts", "save a startup script", json=body)
+        return script_id
 
     async def delete_script(self, script_id: str) -> None:
         await self.call("DELETE", f"/scripts/{script_id}", f"delete startup script {script_id}", gone_ok=True)
@@ -127,7 +127,7 @@ class VerdaAPI(JsonApi):
     # -- instances ---------------------------------------------------------------------------------
 
     async def create_instance(self, request: dict[str, Any]) -> str:
-        instance_id = _id(await self.call("POST", "/instances", "deploy an instance", json=request))
+        instance_id, _ = await self.create("/instances", "deploy an instance", json=request)
         structlog.get_logger(LOGGER).info(
             "skyward.verda_instance_created", instance=instance_id, hostname=request.get("hostname"),
             instance_type=request.get("instance_type"), spot=request.get("is_spot"),
@@ -155,14 +155,4 @@ class VerdaAPI(JsonApi):
 
 def gone(row: dict[str, Any] | None) -> bool:
     return row is None or str(row.get("status") or "") in GONE_STATUSES
-
-
-def _id(body: Any) -> str:
-    """Verda answers a creation with the new id as plain text (sometimes JSON-quoted)."""
-    if isinstance(body, dict) and body.get("id"):
-        return str(body["id"])
-    text = str(body or "").strip().strip('"')
-    if not text:
-        raise ProvisionError(f"Verda answered a creation without an id: {body!r}")
-    return text
 

@@ -180,6 +180,18 @@ class JsonApi:
                 return None
             raise
 
+    async def create(self, path: str, what: str, **kwargs: Any) -> tuple[str, Any]:
+        """`POST path`: the new thing's id (`{"id": ...}`, or the id as the whole text) and the
+        body; an answer without one is a `ProvisionError`, since nothing could delete it later."""
+        body = await self.call("POST", path, what, **kwargs)
+        if isinstance(body, dict):
+            found = str(body.get("id") or "")
+        else:
+            found = "" if isinstance(body, list) else str(body or "").strip().strip('"')
+        if not found:
+            raise ProvisionError(f"{self.cloud} answered the call to {what} without an id: {body!r}")
+        return found, body
+
     async def headers(self) -> dict[str, str]:
         """Headers for one call beyond the session's: none by default."""
         return {}
