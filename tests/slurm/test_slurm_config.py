@@ -60,3 +60,24 @@ def test_apt_is_refused_with_the_reason(slurm: SlurmCluster) -> None:
     with pytest.raises(ConfigurationError, match="no root"), pool:
         pass
     assert slurm.jobs() == []
+
+
+def test_a_machine_with_slurm_tools_but_no_cluster_is_skipped_by_sky_ls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from skyward_slurm import config
+    from skyward_slurm.sweep import SlurmSweeper
+
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.setattr(config, "CONF_FILES", ())
+    status = SlurmSweeper().credentials()
+    assert not status.found
+    assert "$SLURM_CONF" in status.where
+
+
+def test_slurm_conf_names_the_cluster_sky_ls_reaches(slurm: SlurmCluster) -> None:
+    from skyward_slurm.sweep import SlurmSweeper
+
+    status = SlurmSweeper().credentials()
+    assert status.found
+    assert slurm.conf in status.where

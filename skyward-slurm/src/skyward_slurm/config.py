@@ -145,16 +145,36 @@ class Slurm(ProviderConfig):
 
     @classmethod
     def credentials(cls, check: bool = False) -> CredentialStatus:
-        """For `sky providers`: Slurm authenticates you as yourself (munge); nothing to configure."""
-        import shutil
+        """For `sky providers`: Slurm authenticates you as yourself (munge); what matters is
+        whether a cluster answers here (`local_cluster`)."""
+        return local_cluster("sbatch")
 
-        from skyward.providers.credentials import CredentialStatus
 
-        found = shutil.which("sbatch") is not None
-        where = (
-            "sbatch on this machine" if found else "no sbatch here (use Slurm(login='user@login.cluster'))"
+def local_cluster(command: str) -> CredentialStatus:
+    """Whether Slurm's `command` can reach a cluster from this machine: installed, and a cluster
+    configured (`$SLURM_CONF`, or the package's slurm.conf). A machine with the client tools but
+    no configuration (Debian's slurm-client on a laptop) is not a cluster: `sky ls` skips it
+    instead of failing on squeue's DNS lookup of a controller."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    from skyward.providers.credentials import CredentialStatus
+
+    if shutil.which(command) is None:
+        return CredentialStatus(
+            found=False, where=f"no {command} here (use Slurm(login='user@login.cluster'))"
         )
-        return CredentialStatus(found=found, where=where)
+    conf = os.environ.get("SLURM_CONF") or next((str(p) for p in CONF_FILES if Path(p).is_file()), None)
+    if conf is None:
+        return CredentialStatus(
+            found=False, where=f"{command} here but no cluster configured (set $SLURM_CONF)"
+        )
+    return CredentialStatus(found=True, where=f"{command} on this machine ({conf})")
+
+
+#: Where Slurm's packages put the cluster's configuration when `$SLURM_CONF` is not set.
+CONF_FILES = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", "/usr/local/etc/slurm.conf")
 
 
 def join_args(args: Iterable[str]) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import os
 import shlex
-import shutil
 import subprocess
 from collections.abc import Collection, Sequence
 
@@ -24,6 +23,7 @@ import attrs
 from skyward.providers.credentials import CredentialStatus
 from skyward.providers.sweep import Ended, Machine, SweepReport
 from skyward_slurm import job as jobs
+from skyward_slurm.config import local_cluster
 
 TIMEOUT = 30.0
 #: Jobs that hold nothing for long: ended, or cancelled and releasing their nodes.
@@ -57,10 +57,7 @@ class SlurmSweeper:
     name: str = "Slurm"
 
     def credentials(self) -> CredentialStatus:
-        found = shutil.which("squeue") is not None
-        return CredentialStatus(
-            found=found, where="squeue on this machine" if found else "no squeue on this machine"
-        )
+        return local_cluster("squeue")
 
     def _jobs(self) -> list[jobs.JobState]:
         done = _run(jobs.queue_command())
