@@ -23,8 +23,9 @@ floor measured through the same proxy: one byte echoed by `cat` over a raw SSH e
   load adds to both (the workers' start) or the installs' noise (seconds on a loaded machine).
 
 Default configuration throughout (`sky.Worker()`). `SKYWARD_BENCH_WAN_RTTS=50,150` (the default)
-picks the round trips in ms; the proxy's bandwidth cap (`WanProxy(rate_mbit=...)`) is not used by
-these figures. Only Skyward runs it; without sshd it reports "missing".
+picks the round trips in ms; `SKYWARD_BENCH_WAN_WARM_ONLY=1` measures the warm start only (a quick look
+at the start path). The proxy's bandwidth cap (`WanProxy(rate_mbit=...)`) is not used by these figures.
+Only Skyward runs it; without sshd it reports "missing".
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ def provider(view: Any) -> Any:
                    known_hosts=str(view.known_hosts), python=sys.executable)
 
 
+def warm_only() -> bool:
+    return os.environ.get("SKYWARD_BENCH_WAN_WARM_ONLY", "") not in ("", "0")
+
+
 def measure(config: Config) -> dict[str, list[float]]:
     import bench_tasks
     import cloudpickle
@@ -124,13 +129,15 @@ def measure(config: Config) -> dict[str, list[float]]:
                     began = time.perf_counter()
                     with sky.Compute(provider=provider(view), console=False, logging=False):
                         runs[f"{key}.warm_start"].append((time.perf_counter() - began) / rtt)
+                if warm_only():
+                    continue
                 echo = ChannelEcho(view)
                 try:
                     with sky.Compute(provider=provider(view), console=False, logging=False) as pool:
                         measure_pool(pool, echo, rtt, key, runs, config)
                 finally:
                     echo.close()
-        for rtt_ms in rtts_ms():
+        for rtt_ms in [] if warm_only() else rtts_ms():
             for _ in range(config.repeat):
                 rtt = rtt_ms / 1e3
                 loopback = cold_start(folder, 0.0)

@@ -292,14 +292,14 @@ def test_a_pool_back_on_its_node_as_the_lease_ends_starts_after_the_end_and_stay
 
 
 def test_a_node_whose_guardian_cannot_start_is_not_used(ssh_hosts: SSHHosts, monkeypatch: Any) -> None:
-    # A machine where the guardian's start fails (here its start line is replaced by one that
-    # answers nonsense): nothing would end that node's worker if the client died, so the pool
-    # does not start on it, and says why.
+    # A machine where the guardian's start fails (here its launch, first in the bootstrap's script
+    # or on a request of its own, is replaced by one that answers nonsense): nothing would end
+    # that node's worker if the client died, so the pool does not start on it, and says why.
     from ssh_hosts import ssh_pool
 
     import skyward.guardian as guardian_module
 
-    monkeypatch.setattr(guardian_module, "start_command", lambda *a, **k: "cat >/dev/null; echo nope")
+    monkeypatch.setattr(guardian_module, "launch_command", lambda *a, **k: "echo nope")
     with pytest.raises(Exception, match="guardian could not start") as caught:
         with ssh_pool(ssh_hosts, servers=[0]):
             pass

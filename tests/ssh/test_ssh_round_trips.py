@@ -163,7 +163,8 @@ def test_a_worker_started_while_its_guardian_failed_is_not_left_running(
     # guardian fails after all still is not used, and the worker started meanwhile is killed.
     import skyward.guardian as guardian_module
 
-    monkeypatch.setattr(guardian_module, "start_command", lambda *a, **k: "cat >/dev/null; echo nope")
+    # Wherever it starts (first in the bootstrap's script, or on a request of its own), it answers "nope".
+    monkeypatch.setattr(guardian_module, "launch_command", lambda *a, **k: "echo nope")
     with pytest.raises(Exception, match="guardian could not start"), ssh_pool(ssh_hosts, servers=[0]):
         pass
     assert wait_until(lambda: not workers_of(ssh_hosts.servers[0].home), timeout=10)

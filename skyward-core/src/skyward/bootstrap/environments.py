@@ -18,8 +18,9 @@ environment is built again from nothing. The worker's start, right after, is the
 skyward imports there (no separate interpreter start for it): a worker that cannot import takes
 the mark away before it exits (`skyward._environment_mark`, told the folder by `env.sh`'s
 `SKYWARD_ENVIRONMENT`), and the node's start error carries its traceback. With the mark, the
-venv, apt, pip and skyward phases only say so. The client asks for the mark before it uploads the
-wheels (`ready_command`): a warm node costs one round trip and no upload.
+venv, apt, pip and skyward phases only say so. The script says what it found on a marker line
+(`DECISION`), and the client uploads the wheels only when it says cold: a warm node costs no
+upload and no round trip of its own (the script waits for the wheels only on a cold node).
 
 Environments stay on the host after the pool (they hold no secret: `env.sh` and the index
 credentials live in the pool's node folder, which goes). Remove `~/.skyward/envs` to reclaim the
@@ -43,6 +44,9 @@ from skyward import _environment_mark
 ENVIRONMENT_PHASES: tuple[str, ...] = ("venv", "apt", "pip", "skyward")
 #: The file in an environment's folder that says it is complete.
 READY = _environment_mark.READY
+#: The marker line by which the script tells the client what it found (`warm` or `cold`): the client
+#: uploads skyward's wheels only on `cold`, without a round trip of its own to ask first.
+DECISION = "::skyward-environment:"
 
 
 def wheel_digest(path: Path) -> str:
@@ -116,9 +120,11 @@ def select(env_dir: str) -> str:
         "fi\n"
         f'if [ -f "$E/{READY}" ]; then\n'
         "  __sky_warm=1\n"
+        f'  echo "{DECISION}warm"\n'
         '  echo "skyward bootstrap: reusing the environment $E (built for this image before)"\n'
         "else\n"
         "  __sky_warm=0\n"
+        f'  echo "{DECISION}cold"\n'
         '  rm -rf "$E"\n'
         '  mkdir -p "$E"\n'
         "fi\n"

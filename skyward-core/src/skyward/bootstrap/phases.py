@@ -38,6 +38,10 @@ __sky_on_exit() {
   if [ "$rc" -ne 0 ] && [ -n "$__sky_phase" ]; then
     printf '::skyward-phase:%s:fail:%s\n' "$__sky_phase" "$rc"
   fi
+  if [ -n "${W:-}" ] && [ -d "$W" ]; then
+    { echo "$rc" > "$W/bootstrap.status.tmp" && mv -f "$W/bootstrap.status.tmp" "$W/bootstrap.status"; } ||
+      true
+  fi
 }
 trap __sky_on_exit EXIT
 __sky_begin() { __sky_phase=$1; printf '::skyward-phase:%s:start\n' "$1"; }
@@ -48,6 +52,11 @@ __sky_squote() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
 """
 
 
+#: The file in the node folder where the script's exit status goes as it ends (its EXIT trap): a
+#: worker's start sent before the script ended waits for it (`skyward.transport.ssh_link`).
+STATUS_FILE = "bootstrap.status"
+
+
 def setup(workdir: str) -> str:
     w = shlex.quote(workdir)
     return (
@@ -55,6 +64,7 @@ def setup(workdir: str) -> str:
         'mkdir -p "$W" "$W/bin"\n'
         'chmod 700 "$W"\n'
         'cd "$W"\n'
+        'rm -f "$W/bootstrap.status"\n'
         # Which ops completed counts only for the run that resumes this one (see op_phase).
         f'if [ "${{{RESUME}:-}}" != 1 ]; then rm -f "$W"/bootstrap/*.done; fi\n'
     )
@@ -192,14 +202,16 @@ def apt_phase(packages: tuple[str, ...]) -> str:
     return _phase("apt", lines)
 
 
-def await_uploads(marker: str) -> str:
+def await_uploads(marker: str, *, cold_only: bool = False) -> str:
     """Waits until the client has written `marker`: its uploads (wheels, includes) go on while the
     first phases run, and what follows needs them. Not a phase of its own: usually they are there
     already. A client gone meanwhile leaves the wait to its runner's timeout or to the guardian,
-    which ends the bootstrap's process group."""
+    which ends the bootstrap's process group. `cold_only`: the uploads are skyward's wheels only,
+    which a warm environment does not need (the client sends none there, nor the marker)."""
     m = shlex.quote(marker)
+    warm = '[ "${__sky_warm:-0}" != 1 ] && ' if cold_only else ""
     return (
-        f"if [ ! -e {m} ]; then\n"
+        f"if {warm}[ ! -e {m} ]; then\n"
         "  echo 'skyward bootstrap: waiting for the uploads (wheels, includes)'\n"
         f"  while [ ! -e {m} ]; do sleep 0.02; done\n"
         "fi\n"

@@ -51,6 +51,7 @@ async def prepare_node(
     runner: CommandRunner, setup: Any, *, node: int, workdir: str, python: str | None,
     system_site_packages: bool = False, reconnect: Reconnect | None = None,
     environments_root: str | None = None, before_script: Awaitable[Any] | None = None,
+    first: str = "", on_guardian: Callable[[str], None] | None = None,
 ) -> Script:
     """Upload, render and run the bootstrap for `setup` on the node behind `runner`; return its Script.
 
@@ -75,6 +76,8 @@ async def prepare_node(
     `UPLOADS_MARKER` once they are there, and the phases that need them wait for it. The
     `bootstrap_timeout` counts from the script's start, so it covers the uploads that overlap it.
     `before_script` (the node's guardian being started) is awaited before the script first runs.
+    `first`: bash lines the script runs before anything else (the start of the node's guardian,
+    `skyward.guardian.script_start`), whose answer goes to `on_guardian`.
     """
     ops = as_ops(setup.ops)
     setup.emit(BootstrapRequested(node=node))
@@ -82,6 +85,7 @@ async def prepare_node(
     progress = new_progress(node, setup.emit, secrets)
     answers: list[asyncio.Future[None]] = []  # what the node asked the client for (`uv.serve_request`)
     progress.on_need = lambda line: answers.append(asyncio.ensure_future(serve_request(runner, line)))
+    progress.on_guardian = on_guardian
     wheels: tuple[Path, ...] = ()
     if resolve_source(setup.image) == "local":  # the pool's, assembled at its start, or assembled here
         wheels = tuple(getattr(setup, "wheels", None) or ()) or await _client_wheels()
@@ -89,7 +93,7 @@ async def prepare_node(
     if environments_root is not None:
         environment = await _environment(setup.image, python, system_site_packages, environments_root, wheels)
     job = _Job(setup.image, ops, workdir, python, system_site_packages, wheels, environment, node,
-               setup.emit, secrets, float(setup.bootstrap_timeout), progress)
+               setup.emit, secrets, float(setup.bootstrap_timeout), progress, first)
     # The worker's bytecode (looked up meanwhile: a few dozen file times) goes with the wheels.
     bundle = asyncio.ensure_future(asyncio.to_thread(client_bundle)) if wheels else None
     run = _Run(before_script=before_script)
@@ -123,6 +127,8 @@ class _Job:
     secrets: tuple[str, ...]
     budget: float
     progress: Any
+    #: Bash lines run first in the script (`render_script(first=...)`).
+    first: str = ""
 
 
 @attrs.define
@@ -137,22 +143,35 @@ class _Run:
 
 
 async def _attempt(job: _Job, run: _Run, runner: CommandRunner, bundle: Any) -> Script:
-    """One try at the bootstrap on `runner`: the warm check, the uploads and the script's run."""
-    warm = job.environment is not None and await _ready(runner, job.environment)
+    """One try at the bootstrap on `runner`: the uploads and the script's run, together.
+
+    With a warm environment (`job.environment`) the script says first whether the node holds it
+    (`environments.DECISION`), and the wheels go only when it does not: no round trip asks before
+    the script starts. A resumed run sends them before its script starts, warm or not: the marker
+    a run before it wrote may be on the node already, so the script would not wait for them.
+    """
     if run.script is None:
         remote_wheels, includes_dir = _remote_paths(job.image, job.workdir, job.wheels)
-        uploads = bool(job.wheels and not warm) or includes_dir is not None
         run.script = render_script(
             job.image, job.ops, workdir=job.workdir, python=job.python, wheels=remote_wheels,
             includes_dir=includes_dir, system_site_packages=job.system_site_packages,
             environment=job.environment,
-            uploads_marker=f"{job.workdir}/{UPLOADS_MARKER}" if uploads else None,
+            uploads_marker=f"{job.workdir}/{UPLOADS_MARKER}" if job.wheels or includes_dir else None,
+            first=job.first,
         )
     script = run.script
-    bytecode = await bundle if bundle is not None and not warm else None
+    decided: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    if job.environment is None or run.resume:
+        decided.set_result(False)
+
+    def on_environment(warm: bool) -> None:
+        if not decided.done():
+            decided.set_result(warm)
+
+    job.progress.on_environment = on_environment
     transfer = asyncio.ensure_future(_upload(
-        runner, job.image, job.workdir, job.wheels, send=not warm, marker=script.uploads_marker,
-        bytecode=bytecode,
+        runner, job.image, job.workdir, job.wheels, warm=decided, marker=script.uploads_marker,
+        bytecode=bundle,
     ))
     try:
         if run.resume or script.uploads_marker is None:  # a resumed run finds its files in place
@@ -216,14 +235,6 @@ async def _environment(
     )
 
 
-async def _ready(runner: CommandRunner, environment: str) -> bool:
-    """Whether the node holds `environment` complete (one round trip)."""
-    status = await runner.run(
-        environments.ready_command(environment), stdin=None, on_line=lambda stream, line: None, timeout=60
-    )
-    return status == 0
-
-
 def _remote_paths(image: Any, workdir: str, wheels: tuple[Path, ...]) -> tuple[tuple[str, ...], str | None]:
     """Where `_upload` puts skyward's wheels and the image's includes on the node."""
     remote_wheels = tuple(f"{workdir}/wheels/{wheel.name}" for wheel in wheels)
@@ -231,26 +242,35 @@ def _remote_paths(image: Any, workdir: str, wheels: tuple[Path, ...]) -> tuple[t
 
 
 async def _upload(
-    runner: CommandRunner, image: Any, workdir: str, wheels: tuple[Path, ...], *, send: bool = True,
-    marker: str | None = None, bytecode: Path | None = None,
+    runner: CommandRunner, image: Any, workdir: str, wheels: tuple[Path, ...], *,
+    warm: Awaitable[bool], marker: str | None = None, bytecode: Awaitable[Path] | None = None,
 ) -> None:
     """Skyward's `wheels` (source "local") and the image's includes onto the node (`_remote_paths`).
-    With `send` False (a warm environment holds the wheels installed) the wheels stay here. The
-    wheels go as one folder (one SFTP session, not one per wheel) with the worker's `bytecode`
-    (`bytecode.BUNDLE`), at the same time as the includes; then, when the script waits for them,
-    its `marker` file."""
+    The includes go at once; the wheels once `warm` says the node has no warm environment (one
+    holds them installed), as one folder (one session, not one per wheel) with the worker's
+    `bytecode` (`bytecode.BUNDLE`). Then, when the script waits for them, its `marker` file (a
+    warm script with no includes waits for nothing: `phases.await_uploads`)."""
     _, includes_dir = _remote_paths(image, workdir, wheels)
     staged: list[Path] = []
+
+    async def send_wheels() -> bool:
+        if not wheels or await warm:
+            return False
+        code = await bytecode if bytecode is not None else None
+        staged.append(await asyncio.to_thread(_stage_wheels, wheels, code))
+        await runner.put(staged[-1], f"{workdir}/wheels")
+        return True
+
+    async def send_includes() -> bool:
+        if includes_dir is None:
+            return False
+        staged.append(await asyncio.to_thread(stage_includes, image.includes, image.excludes))
+        await runner.put(staged[-1], includes_dir)
+        return True
+
     try:
-        copies = []
-        if wheels and send:
-            staged.append(await asyncio.to_thread(_stage_wheels, wheels, bytecode))
-            copies.append(runner.put(staged[-1], f"{workdir}/wheels"))
-        if includes_dir is not None:
-            staged.append(await asyncio.to_thread(stage_includes, image.includes, image.excludes))
-            copies.append(runner.put(staged[-1], includes_dir))
-        await _all(copies)
-        if marker is not None:
+        sent = await _all([send_wheels(), send_includes()])
+        if marker is not None and any(sent):
             staged.append(Path(tempfile.mkdtemp(prefix="skyward-uploads-")))
             (staged[-1] / UPLOADS_MARKER).touch()
             await runner.put(staged[-1] / UPLOADS_MARKER, marker)
@@ -276,12 +296,13 @@ async def _together(transfer: asyncio.Future[None], run: Awaitable[None]) -> Non
         await asyncio.gather(transfer, script, return_exceptions=True)
 
 
-async def _all(awaitables: list[Awaitable[None]]) -> None:
+async def _all(awaitables: list[Awaitable[Any]]) -> list[Any]:
     """Await them together; the first error is raised once every one has ended (none left running)."""
     results = await asyncio.gather(*awaitables, return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException):
             raise result
+    return results
 
 
 def _stage_wheels(wheels: Iterable[Path], bytecode: Path | None = None) -> Path:

@@ -119,6 +119,7 @@ def render_script(
     system_site_packages: bool = False,
     environment: str | None = None,
     uploads_marker: str | None = None,
+    first: str = "",
 ) -> Script:
     """The bootstrap script for `image` followed by the plugin `ops`, rooted at `workdir` on the node.
 
@@ -129,7 +130,8 @@ def render_script(
     PYTHONPATH). `environment`: the folder on the node of the warm environment to build or reuse
     (`environments`); None keeps the venv in the node folder. `uploads_marker`: a path on the node
     that the phases needing the uploads (pip, env, includes, skyward) wait for, so that the first
-    ones (uv, venv, apt) run while the provider uploads.
+    ones (uv, venv, apt) run while the provider uploads. `first`: bash lines run before anything
+    else, each run of the script (a provider's start of the node's guardian: `guardian.script_start`).
     """
     if not workdir.startswith("/"):
         raise ValueError(
@@ -143,7 +145,7 @@ def render_script(
         includes_dir=includes_dir, system_site_packages=system_site_packages, environment=environment,
         uploads_marker=uploads_marker,
     )
-    text = PRELUDE + "__sky_main() {\n" + "\n".join(body) + "}\n\n__sky_main \"$@\" < /dev/null\n"
+    text = PRELUDE + "__sky_main() {\n" + first + "\n".join(body) + "}\n\n__sky_main \"$@\" < /dev/null\n"
     return Script(
         text=text, python_bin=f"{venv}/bin/python", venv_dir=venv, workdir=workdir,
         environment=environment, uploads_marker=uploads_marker,
@@ -170,7 +172,8 @@ def _phases(
     if image.apt:
         body.append(reusable(apt_phase(tuple(image.apt))))
     if uploads_marker is not None:
-        body.append(await_uploads(uploads_marker))
+        # Where only the wheels are uploaded, a warm environment waits for nothing.
+        body.append(await_uploads(uploads_marker, cold_only=shared and includes_dir is None))
     installs = skyward_installs(image, wheels)
     core_in_pip = bool(image.pip) and installs.joins_pip
     if image.pip:

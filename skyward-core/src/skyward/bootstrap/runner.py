@@ -228,6 +228,12 @@ class _Progress:
         self.exit_code: int | None = None
         #: Called with a `::skyward-need:` line: the node asks the client for a file (`bootstrap.uv`).
         self.on_need: Callable[[str], None] | None = None
+        #: Called with True (warm) or False (cold) when the script has looked for its warm
+        #: environment (`environments.DECISION`): the client then uploads the wheels, or not.
+        self.on_environment: Callable[[bool], None] | None = None
+        #: Called with the answer of the node's guardian, started first in the script
+        #: (`skyward.guardian.script_start`): "started <pid>", "running <pid>" or why not.
+        self.on_guardian: Callable[[str], None] | None = None
 
     def mask(self, text: str) -> str:
         return mask_secrets(text, self.secrets)
@@ -260,6 +266,14 @@ class _Progress:
         if line.startswith("::skyward-need:"):
             if self.on_need is not None:
                 self.on_need(line)
+            return True
+        if line.startswith("::skyward-guardian:"):
+            if self.on_guardian is not None:
+                self.on_guardian(line[len("::skyward-guardian:") :])
+            return True
+        if line.startswith("::skyward-environment:"):
+            if self.on_environment is not None:
+                self.on_environment(line.endswith(":warm"))
             return True
         if line.startswith("::skyward-failed-command:"):
             if not self.failed_command:

@@ -9,7 +9,7 @@ pool's lease on that node:
   library only (so it starts in milliseconds,
   under the machine's own `python3`, before the bootstrap has installed anything). The client
   uploads it into the node folder as `guardian.py` and starts it the first time the pool reaches
-  the machine (the first SSH login of the pool, before the bootstrap), detached: a double fork
+  the machine (first in the bootstrap's script, `script_start`, before anything else), detached: a double fork
   into a session of its own, stdio on `guardian.log`. It is started again after the bootstrap
   (then with the venv's Python if the machine had no `python3`); a second start finds the first
   holding `guardian.lock` (an flock) and only claims its lease, so there is one guardian per node
@@ -122,16 +122,86 @@ def start_command(
     the folder before the answer (`ssh_lease.guard`).
     """
     q = shlex.quote
+    say = ""
+    if say_if_held:
+        say = f"if [ -e {q(folder + '/guardian.lock')} ]; then echo {HELD}; else echo {FREE}; fi; "
+    launch = launch_command(
+        folder, ttl=ttl, initial=initial, grace=grace, end_command=end_command, pythons=pythons
+    )
+    return f"{_write_source(folder)} && {{ {say}{launch}; }}"
+
+
+def _write_source(folder: str) -> str:
+    """sh: the guardian's source, on stdin, into `folder` (made private first)."""
+    q = shlex.quote
+    target = q(f"{folder}/{FILE}")
+    return f"mkdir -p {q(folder)} && chmod 700 {q(folder)} && cat > {target}.tmp && mv {target}.tmp {target}"
+
+
+def launch_command(
+    folder: str,
+    *,
+    ttl: float,
+    initial: float,
+    grace: float = 30.0,
+    end_command: str | None = None,
+    pythons: tuple[str, ...] = ("python3",),
+) -> str:
+    """sh: start the guardian already written into `folder` (it forks its daemon and answers
+    "started <pid>" or "running <pid>"), or print `NO_PYTHON`."""
+    q = shlex.quote
     args = (
         f"start --dir {q(folder)} --ttl {float(ttl)!r} --initial {float(initial)!r} --grace {float(grace)!r}"
         f" --end-command {q(end_command or '')}"
     )
-    target = q(f"{folder}/{FILE}")
-    write = f"mkdir -p {q(folder)} && chmod 700 {q(folder)} && cat > {target}.tmp && mv {target}.tmp {target}"
-    say = ""
-    if say_if_held:
-        say = f"if [ -e {q(folder + '/guardian.lock')} ]; then echo {HELD}; else echo {FREE}; fi; "
-    return f"{write} && {{ {say}{_with_python(folder, pythons, args)}; }}"
+    return _with_python(folder, pythons, args)
+
+
+#: The marker line by which a bootstrap script that started the guardian (`script_start`) gives
+#: its answer to the client: "started <pid>", "running <pid>" or `NO_PYTHON`.
+ANSWER = "::skyward-guardian:"
+#: Ends the guardian's source in a script's here-document (`script_start`).
+_SOURCE_END = "__SKYWARD_GUARDIAN_SOURCE__"
+
+
+def script_start(
+    folder: str,
+    *,
+    ttl: float,
+    initial: float,
+    grace: float = 30.0,
+    end_command: str | None = None,
+    pythons: tuple[str, ...] = ("python3",),
+) -> str:
+    """Bash lines, first in a node's bootstrap script, that write the guardian (its source in a
+    here-document: the script's own stdin, no round trip of its own) into `folder` and start it,
+    giving its answer on a line `ANSWER<answer>`.
+
+    Once the source is in place the guardian comes up whatever happens to the client, and it
+    finds the bootstrap by its pid file: so the script goes on while the guardian's Python starts
+    (in the background), as a client waits for no more than that. Unless a guardian holds the
+    folder already: it may be ending its lease, and it answers once it has ended
+    (`agent._outlast_ending`), so then the script waits for the answer and starts nothing in the
+    folder before it. A failed start does not stop the script (the machine may have no Python yet);
+    the last line of its output is the answer, which the client reports.
+    """
+    program = source().decode()
+    if _SOURCE_END in program:
+        raise RuntimeError(f"the guardian's source holds {_SOURCE_END}, which ends its here-document")
+    launch = launch_command(
+        folder, ttl=ttl, initial=initial, grace=grace, end_command=end_command, pythons=pythons
+    )
+    body = program if program.endswith("\n") else program + "\n"
+    lock = shlex.quote(f"{folder}/guardian.lock")
+    # One printf per answer: a line that short reaches the pipe whole, among the script's own.
+    answer = (
+        f"__sky_g=$( {{ {launch}; }} 2>&1 ) || true; "
+        f'printf \'{ANSWER}%s\\n\' "$(printf \'%s\\n\' "$__sky_g" | tail -n 1)"'
+    )
+    return (
+        f"{{ {_write_source(folder)}; }} <<'{_SOURCE_END}' || true\n{body}{_SOURCE_END}\n"
+        f"if [ -e {lock} ]; then {answer}; else ( {answer} ) & fi\n"
+    )
 
 
 def renew_command(folder: str, pythons: tuple[str, ...] = ("python3",)) -> str:

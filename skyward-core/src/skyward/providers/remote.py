@@ -15,11 +15,12 @@ bootstrap run there, and the workers started there. A provider with machines cal
   unmount) and removes the node folder;
 - `close()` from `Provider.teardown`.
 
-Each node folder has a guardian (`skyward.guardian`), started at the pool's first login there,
-before the bootstrap, and again after it (a no-op when it runs; the venv's Python when the machine
-had none), and a renewal of its lease kept open on the node's current connection (reopened with
-it). The guardian ends the pool's work there, and runs `NodeSetup.end_command`, when the client
-has been gone for `Spec.ttl` seconds.
+Each node folder has a guardian (`skyward.guardian`), started first in the bootstrap's script (its
+source in the script, no request of its own: `guardian.script_start`), and again after it when it
+did not answer as running (the venv's Python when the machine had none), and a renewal of its
+lease kept open on the node's current connection (reopened with it), opened on that answer. The
+guardian ends the pool's work there, and runs `NodeSetup.end_command`, when the client has been
+gone for `Spec.ttl` seconds.
 
 `python_bin()` is relative to the node folder, where every worker starts: the same path on every
 machine, whatever its home folder, as `Provider.python_bin(cluster)` must be.
@@ -103,6 +104,9 @@ class RemoteNodes:
         #: Per node: its guardian's folder and the interpreters that may run it, and the renewal.
         self._guards: dict[int, tuple[str, tuple[str, ...], float]] = {}
         self._renewals: dict[int, LeaseRenewal] = {}
+        #: Per node: the connection the guardian answered on in the bootstrap's output, and the
+        #: opening of its renewal there.
+        self._renewing: dict[int, tuple[Any, asyncio.Future[None]]] = {}
         self._launches = 0
         self._log = structlog.get_logger()
 
@@ -191,13 +195,14 @@ class RemoteNodes:
 
     async def start_worker(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> SSHChannel:
         """Bootstrap `instance` if needed and start its worker; the `Provider.connect` of SSH machines."""
-        from skyward.transport.ssh import SSHChannel, kill_command
+        from skyward.transport.ssh import kill_command
 
         node = instance.node
         # One node's workers (several with mig) start together: the first bootstraps the node,
         # the others wait for it and reuse its script, instead of running the bootstrap again at
         # the same time in the same folder.
         guarding: asyncio.Future[None] | None = None
+        channel: SSHChannel | None = None
         async with self._node_locks.setdefault(node, asyncio.Lock()):
             conn = await self._connection(node, instance)
             workdir = self.workdir(cluster, node)
@@ -208,32 +213,17 @@ class RemoteNodes:
             if script is not None and await _exists(conn, f"{workdir}/env.sh"):
                 await self._guard(node, conn, cluster, setup, workdir, required=True)
             else:
-                # The guardian starts while the bootstrap looks for a warm environment and uploads;
-                # its script runs once the node's shell holds the guardian's start (`sent`).
-                sent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                guarded = asyncio.ensure_future(self._guard(node, conn, cluster, setup, workdir, sent))
-                guarded.add_done_callback(lambda _: sent.done() or sent.set_result(None))
-                try:
-                    script = await self._bootstrap(conn, setup, node, workdir, sent)
-                except BaseException:
-                    with contextlib.suppress(Exception):
-                        await guarded
-                    raise
+                script, channel = await self._bootstrap_with_worker(conn, cluster, instance, setup, workdir)
                 self._scripts[node] = script
                 conn = self._conns[node]  # a new one when the bootstrap had to reconnect
                 # With the venv's Python if need be; now a node without a guardian is not used. The
-                # worker's channel opens meanwhile (the guardian's start is on the node already, or
-                # is repeated now): a node whose guardian fails after all has its worker killed.
-                guarding = asyncio.ensure_future(
-                    self._guard_after(guarded, node, conn, cluster, setup, workdir)
-                )
-        self._launches += 1
-        pid_file = f"{workdir}/worker-{self._launches}.pid"
-        label = f"node {node} ({self._logins.get(node) or Login.of(instance)})"
-        grace = float(cluster.spec.ttl)
-        command, resume = self._kept(node, instance, script, setup, pid_file, workdir, grace)
+                # worker's channel is open meanwhile: a node whose guardian fails after all has its
+                # worker killed.
+                guarding = asyncio.ensure_future(self._guard_after(node, conn, cluster, setup, workdir))
         try:
-            channel = await SSHChannel(conn, command, pid_file=pid_file, label=label, resume=resume).open()
+            if channel is None:
+                pid_file = self._pid_file(workdir)
+                channel = await self._open_worker(conn, instance, script, setup, pid_file, cluster)
         except BaseException:
             if guarding is not None:
                 guarding.cancel()
@@ -242,6 +232,7 @@ class RemoteNodes:
         from skyward.transport.ssh_link import keeper_pid_file
 
         # The keeper too: one holding a link the pool gave up on would wait out its grace period.
+        pid_file = channel.pid_file
         self._pid_files.setdefault((node, setup.worker), []).extend([pid_file, keeper_pid_file(pid_file)])
         if guarding is not None:
             try:
@@ -251,19 +242,110 @@ class RemoteNodes:
                 raise
         return channel
 
+    def _pid_file(self, workdir: str) -> str:
+        self._launches += 1
+        return f"{workdir}/worker-{self._launches}.pid"
+
+    async def _open_worker(
+        self, conn: Connection, instance: Instance, script: Any, setup: NodeSetup, pid_file: str,
+        cluster: Cluster, after: str = "",
+    ) -> SSHChannel:
+        from skyward.transport.ssh import SSHChannel
+
+        node = instance.node
+        label = f"node {node} ({self._logins.get(node) or Login.of(instance)})"
+        workdir = self.workdir(cluster, node)
+        command, resume = self._kept(
+            node, instance, script, setup, pid_file, workdir, float(cluster.spec.ttl), after
+        )
+        return await SSHChannel(conn, command, pid_file=pid_file, label=label, resume=resume).open()
+
+    async def _bootstrap_with_worker(
+        self, conn: Connection, cluster: Cluster, instance: Instance, setup: NodeSetup, workdir: str
+    ) -> tuple[Any, SSHChannel | None]:
+        """Bootstrap the node while the worker's start is on its way: the worker's channel opens
+        with the bootstrap's, and its command waits on the node for the script's exit status
+        (`keeper_command(after=...)`), so the worker starts there as the script ends, with no round
+        trip between. The script starts the guardian first (`guardian.script_start`), and its
+        answer opens the lease's renewal meanwhile. The channel is None when the bootstrap had to
+        reconnect (the worker then starts on the new connection)."""
+        from skyward.bootstrap.phases import STATUS_FILE
+        from skyward.bootstrap.render import Script
+
+        node = instance.node
+        pid_file = self._pid_file(workdir)
+        where = Script(text="", python_bin="", venv_dir="", workdir=workdir)  # env.sh and launch line
+        early = asyncio.ensure_future(
+            self._open_worker(conn, instance, where, setup, pid_file, cluster, after=STATUS_FILE)
+        )
+        try:
+            script = await self._bootstrap(conn, cluster, setup, node, workdir)
+        except BaseException:
+            renewing = self._renewing.pop(node, None)
+            if renewing is not None:
+                renewing[1].cancel()
+            await self._drop_early(early, self._conns.get(node), pid_file)
+            raise
+        if self._conns[node] is not conn:
+            await self._drop_early(early, self._conns[node], pid_file)
+            return script, None
+        return script, await early
+
+    async def _drop_early(self, early: asyncio.Future[SSHChannel], conn: Any, pid_file: str) -> None:
+        """The worker's start sent with a bootstrap that failed or moved to a new connection: what
+        it started on the node (the shell waiting for the bootstrap, or the keeper) is killed."""
+        from skyward.transport.ssh import kill_command
+        from skyward.transport.ssh_link import keeper_pid_file
+
+        early.cancel()
+        await asyncio.gather(early, return_exceptions=True)
+        # Its channel closes with the processes killed here (or died with its connection).
+        if conn is not None and not conn.is_closed():
+            with contextlib.suppress(Exception):
+                command = kill_command([pid_file, keeper_pid_file(pid_file)])
+                await asyncio.wait_for(conn.run(command, check=False), 30)
+
     async def _guard_after(
-        self, guarded: asyncio.Future[None], node: int, conn: Connection, cluster: Cluster, setup: NodeSetup,
-        workdir: str,
+        self, node: int, conn: Connection, cluster: Cluster, setup: NodeSetup, workdir: str
     ) -> None:
-        """The start of the guardian begun with the bootstrap ended, then the required one (a no-op
-        where that one runs and renews its lease on `conn`)."""
-        with contextlib.suppress(Exception):
-            await guarded
+        """The required start of the guardian, unless the bootstrap's run on `conn` had it answer
+        as running: then its renewal is being opened already (`_guardian_first`), and nothing waits
+        for that (a renewal that fails to open is logged; the guardian counts down, and the next
+        start or reconnect renews)."""
+        renewing = self._renewing.get(node)
+        if renewing is not None and renewing[0] is conn:
+            return
         await self._guard(node, conn, cluster, setup, workdir, required=True)
+
+    def _guardian_first(self, node: int, cluster: Cluster, setup: NodeSetup, workdir: str) -> Any:
+        """The bootstrap's first lines, which start the node's guardian, and what takes its answer:
+        a guardian that runs gets its lease renewed on the node's connection at once."""
+        from skyward.guardian import initial_lease, script_start
+
+        ttl = float(cluster.spec.ttl)
+        pythons = tuple(p for p in (self.python, "python3", self.python_bin()) if p)
+        first = script_start(
+            workdir, ttl=ttl, initial=initial_lease(setup.bootstrap_timeout, ttl),
+            end_command=setup.end_command, pythons=pythons,
+        )
+
+        def answered(answer: str) -> None:
+            if not answer.startswith(("started", "running")):
+                self._log.info("skyward.guardian_not_started", folder=workdir, answer=answer)
+                return
+            self._log.info("skyward.guardian", folder=workdir, state=answer, ttl=ttl,
+                           ends_machine=bool(setup.end_command))
+            self._guards[node] = (workdir, pythons, ttl)
+            conn = self._conns[node]
+            renewal = self._renewals.get(node)
+            if renewal is None or renewal.conn is not conn or not renewal.open_now:
+                self._renewing[node] = (conn, asyncio.ensure_future(self._renew(node, conn)))
+
+        return first, answered
 
     def _kept(
         self, node: int, instance: Instance, script: Any, setup: NodeSetup, pid_file: str, workdir: str,
-        grace: float,
+        grace: float, after: str = "",
     ) -> tuple[str, Any]:
         """The worker's start under its keeper, and how its channel comes back after a drop
         (`skyward.transport.ssh_link`): within the pool's lease `ttl`, on a new login."""
@@ -271,7 +353,7 @@ class RemoteNodes:
 
         where = {"python": self.python_bin(), "env_file": script.env_file, "pid_file": pid_file}
         where["cwd"] = workdir
-        command = keeper_command(script.launch_line(setup.launch), grace=grace, **where)
+        command = keeper_command(script.launch_line(setup.launch), grace=grace, after=after, **where)
 
         async def reconnect(timeout: float) -> Connection:
             async with self._node_locks.setdefault(node, asyncio.Lock()):
@@ -328,6 +410,8 @@ class RemoteNodes:
         self._set_renewal(node, renewal)
 
     def _set_renewal(self, node: int, renewal: LeaseRenewal | None) -> None:
+        if renewal is None and (renewing := self._renewing.pop(node, None)) is not None:
+            renewing[1].cancel()
         old = self._renewals.pop(node, None)
         if old is not None and old is not renewal:
             old.close()
@@ -343,13 +427,14 @@ class RemoteNodes:
         return {"python": self.python, "system_site_packages": self.python is not None}
 
     async def _bootstrap(
-        self, conn: Connection, setup: NodeSetup, node: int, workdir: str, guarded: Any = None
+        self, conn: Connection, cluster: Cluster, setup: NodeSetup, node: int, workdir: str
     ) -> Any:
         from skyward.bootstrap import prepare_node
         from skyward.transport.ssh import SSHRunner, kill_command
 
         login = self._logins[node]
         pid_file = f"{workdir}/bootstrap.pid"
+        first, on_guardian = self._guardian_first(node, cluster, setup, workdir)
 
         async def reconnect() -> SSHRunner:
             # The same backoff as a worker's reconnect; then whatever the cut-off bootstrap still
@@ -362,7 +447,7 @@ class RemoteNodes:
         return await prepare_node(
             SSHRunner(conn, label=str(login), pid_file=pid_file), setup, node=node, workdir=workdir,
             reconnect=reconnect, environments_root=f"{self._homes[node]}/{ENVIRONMENTS}",
-            before_script=guarded, **self.bootstrap_args(),
+            first=first, on_guardian=on_guardian, **self.bootstrap_args(),
         )
 
     async def clean(self, cluster: Cluster, instance: Instance) -> None:

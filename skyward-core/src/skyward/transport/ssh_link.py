@@ -137,18 +137,38 @@ class LinkWriter:
 
 
 def keeper_command(
-    launch_line: str, *, python: str, env_file: str, pid_file: str, cwd: str, grace: float
+    launch_line: str, *, python: str, env_file: str, pid_file: str, cwd: str, grace: float,
+    after: str = "",
 ) -> str:
     """The exec request that starts a worker under its keeper. The worker's pid is recorded in
     `pid_file` and said on stderr; the keeper's own in `<pid_file>.keeper.pid`; the keeper's socket
-    is `socket_name(pid_file)` in the node folder."""
+    is `socket_name(pid_file)` in the node folder.
+
+    `after`: a file (in `cwd`) that the node's bootstrap writes its exit status into as it ends
+    (`skyward.bootstrap.phases.STATUS_FILE`): the request is sent while the bootstrap runs, and
+    the worker starts on the node as soon as it succeeded, with no round trip between them. The
+    waiting shell is recorded in `pid_file` meanwhile (what ends a pool's workers ends it too);
+    a failed bootstrap ends it.
+    """
     q = shlex.quote
     keeper = (
         f"{q(python)} -m skyward._keeper start --socket {q(socket_name(pid_file))} "
         f"--pid-file {q(pid_file)} --keeper-pid-file {q(keeper_pid_file(pid_file))} --grace {float(grace)} "
         f"{q(launch_line)}"
     )
-    script = f"cd {q(cwd)} && . {q(env_file)} && exec {keeper}"
+    wait = ""
+    if after:
+        from skyward.transport.ssh_commands import record_pid
+
+        s = q(after)
+        wait = (
+            f"{record_pid(pid_file)} && until [ -e {s} ]; do sleep 0.02; done && "
+            f'{{ [ "$(cat {s})" = 0 ] || {{ echo "skyward: the bootstrap failed; no worker starts" >&2; '
+            "exit 1; }; } && "
+        )
+    # Sent before the bootstrap, the request may find no node folder yet (the bootstrap makes it).
+    enter = f"(umask 077 && mkdir -p {q(cwd)}) && cd {q(cwd)}" if after else f"cd {q(cwd)}"
+    script = f"{enter} && {wait}. {q(env_file)} && exec {keeper}"
     return f"exec /bin/sh -c {q(script)}"
 
 
