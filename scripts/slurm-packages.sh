@@ -7,5 +7,6 @@ if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v
   && command -v sbatch >/dev/null; then
   exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends slurm-wlm munge
+if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+$sudo apt-get update
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends slurm-wlm munge

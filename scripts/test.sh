@@ -20,6 +20,8 @@ if ! command -v tmux >/dev/null 2>&1; then
   $sudo apt-get update
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y tmux
 fi
+# tests/slurm starts a real Slurm cluster on loopback: Debian's slurm-wlm and munge.
+bash scripts/slurm-packages.sh
 bash scripts/install.sh -r requirements-test.txt
 # Parallel, one process per pytest-xdist worker (tests/conftest.py isolates each: its own
 # $SKYWARD_HOME, loopback addresses, sshd hosts, moto server, tmp folders). Most tests wait on sshd,
@@ -27,3 +29,9 @@ bash scripts/install.sh -r requirements-test.txt
 # evens out the long modules. SKYWARD_TEST_WORKERS=0 runs everything in this one process.
 workers="${SKYWARD_TEST_WORKERS:-4}"
 python3 -m pytest tests -n "$workers" --dist worksteal --durations=25 "$@"
+# The fast paths on private internals (skyward/fastpaths) each have a public fallback: the tests of
+# the client's loop and of the SSH path run again with every fast path off, so a Python or asyncssh
+# release that removes an internal still finds a working Skyward.
+SKYWARD_FAST_PATHS=off python3 -m pytest tests/core tests/ssh/test_ssh_pool.py \
+  tests/ssh/test_ssh_transport.py tests/ssh/test_ssh_round_trips.py tests/ssh/test_ssh_reconnect.py \
+  -n "$workers" --dist worksteal "$@"
