@@ -168,3 +168,44 @@ def test_a_worker_started_while_its_guardian_failed_is_not_left_running(
     with pytest.raises(Exception, match="guardian could not start"), ssh_pool(ssh_hosts, servers=[0]):
         pass
     assert wait_until(lambda: not workers_of(ssh_hosts.servers[0].home), timeout=10)
+
+
+_KINDS = {
+    "getconf _NPROCESSORS_ONLN": "probe",
+    "skyward._keeper start": "worker",
+    "bash -s": "bootstrap",
+    " renew --dir ": "renewal",
+    " start --dir ": "guardian",
+    "test -f ": "ready check",
+}
+
+
+def _kind(command: str) -> str:
+    return next((kind for part, kind in _KINDS.items() if part in command), command[:60])
+
+
+def test_a_warm_start_sends_the_worker_with_the_bootstrap_and_nothing_else_waits(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a start requests on each node's connection, in order, until the pool is up. On a warm
+    # host the bootstrap's script starts the guardian and finds its environment itself: no
+    # request of their own. The worker's start goes before the bootstrap's, not after its answer
+    # (it waits on the node for the script's end), and the lease's renewal opens meanwhile.
+    import asyncssh
+
+    with ssh_pool(ssh_hosts, servers=[0]):  # the host's environment is built: warm from here
+        pass
+    requested: list[str] = []
+    create_session = asyncssh.SSHClientConnection.create_session
+
+    def recording(self: Any, factory: Any, command: Any = None, **kwargs: Any) -> Any:
+        requested.append(_kind(str(command)))
+        return create_session(self, factory, command, **kwargs)
+
+    monkeypatch.setattr(asyncssh.SSHClientConnection, "create_session", recording)
+    with ssh_pool(ssh_hosts, servers=[0]):
+        started = list(requested)
+    assert started[:3] == ["probe", "worker", "bootstrap"]
+    assert started[3:] in (["renewal"], [])  # opened meanwhile, waited for by nothing
+    assert "renewal" in requested
+    assert "guardian" not in started and "ready check" not in started

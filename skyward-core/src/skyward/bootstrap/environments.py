@@ -96,11 +96,6 @@ def environment_for(
     return environment_dir(root, key)
 
 
-def ready_command(env_dir: str) -> str:
-    """Exits 0 when the environment at `env_dir` is complete."""
-    return f"test -f {shlex.quote(env_dir + '/' + READY)}"
-
-
 def select(env_dir: str) -> str:
     """Bash (after `setup`): take the environment's build lock, then decide warm or cold.
 

@@ -38,9 +38,8 @@ __sky_on_exit() {
   if [ "$rc" -ne 0 ] && [ -n "$__sky_phase" ]; then
     printf '::skyward-phase:%s:fail:%s\n' "$__sky_phase" "$rc"
   fi
-  if [ -n "${W:-}" ] && [ -d "$W" ]; then
-    { echo "$rc" > "$W/bootstrap.status.tmp" && mv -f "$W/bootstrap.status.tmp" "$W/bootstrap.status"; } ||
-      true
+  if [ -n "${__sky_status:-}" ] && [ -n "${W:-}" ] && [ -d "$W" ]; then
+    { echo "$rc" > "$W/$__sky_status.tmp" && mv -f "$W/$__sky_status.tmp" "$W/$__sky_status"; } || true
   fi
 }
 trap __sky_on_exit EXIT
@@ -52,9 +51,11 @@ __sky_squote() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
 """
 
 
-#: The file in the node folder where the script's exit status goes as it ends (its EXIT trap): a
-#: worker's start sent before the script ended waits for it (`skyward.transport.ssh_link`).
-STATUS_FILE = "bootstrap.status"
+#: The variable naming the file in the node folder where the script's exit status goes as it ends
+#: (its EXIT trap), when set by the script's first lines: a worker's start sent before the script
+#: ended waits for that file (`skyward.transport.ssh_link.keeper_command`). A name per run, so that
+#: no start finds the status of a run before it.
+STATUS_VARIABLE = "__sky_status"
 
 
 def setup(workdir: str) -> str:
@@ -64,7 +65,6 @@ def setup(workdir: str) -> str:
         'mkdir -p "$W" "$W/bin"\n'
         'chmod 700 "$W"\n'
         'cd "$W"\n'
-        'rm -f "$W/bootstrap.status"\n'
         # Which ops completed counts only for the run that resumes this one (see op_phase).
         f'if [ "${{{RESUME}:-}}" != 1 ]; then rm -f "$W"/bootstrap/*.done; fi\n'
     )

@@ -269,17 +269,17 @@ class RemoteNodes:
         trip between. The script starts the guardian first (`guardian.script_start`), and its
         answer opens the lease's renewal meanwhile. The channel is None when the bootstrap had to
         reconnect (the worker then starts on the new connection)."""
-        from skyward.bootstrap.phases import STATUS_FILE
         from skyward.bootstrap.render import Script
 
         node = instance.node
         pid_file = self._pid_file(workdir)
+        status = posixpath.basename(pid_file).removesuffix(".pid") + ".bootstrap"  # this run's own
         where = Script(text="", python_bin="", venv_dir="", workdir=workdir)  # env.sh and launch line
         early = asyncio.ensure_future(
-            self._open_worker(conn, instance, where, setup, pid_file, cluster, after=STATUS_FILE)
+            self._open_worker(conn, instance, where, setup, pid_file, cluster, after=status)
         )
         try:
-            script = await self._bootstrap(conn, cluster, setup, node, workdir)
+            script = await self._bootstrap(conn, cluster, setup, node, workdir, status)
         except BaseException:
             renewing = self._renewing.pop(node, None)
             if renewing is not None:
@@ -427,7 +427,7 @@ class RemoteNodes:
         return {"python": self.python, "system_site_packages": self.python is not None}
 
     async def _bootstrap(
-        self, conn: Connection, cluster: Cluster, setup: NodeSetup, node: int, workdir: str
+        self, conn: Connection, cluster: Cluster, setup: NodeSetup, node: int, workdir: str, status: str
     ) -> Any:
         from skyward.bootstrap import prepare_node
         from skyward.transport.ssh import SSHRunner, kill_command
@@ -435,6 +435,9 @@ class RemoteNodes:
         login = self._logins[node]
         pid_file = f"{workdir}/bootstrap.pid"
         first, on_guardian = self._guardian_first(node, cluster, setup, workdir)
+        from skyward.bootstrap.phases import STATUS_VARIABLE
+
+        first = f"{STATUS_VARIABLE}={shlex.quote(status)}\n" + first  # where its exit status goes
 
         async def reconnect() -> SSHRunner:
             # The same backoff as a worker's reconnect; then whatever the cut-off bootstrap still

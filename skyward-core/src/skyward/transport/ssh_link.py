@@ -145,7 +145,7 @@ def keeper_command(
     is `socket_name(pid_file)` in the node folder.
 
     `after`: a file (in `cwd`) that the node's bootstrap writes its exit status into as it ends
-    (`skyward.bootstrap.phases.STATUS_FILE`): the request is sent while the bootstrap runs, and
+    (`skyward.bootstrap.phases.STATUS_VARIABLE`): the request is sent while the bootstrap runs, and
     the worker starts on the node as soon as it succeeded, with no round trip between them. The
     waiting shell is recorded in `pid_file` meanwhile (what ends a pool's workers ends it too);
     a failed bootstrap ends it.
