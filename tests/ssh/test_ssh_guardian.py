@@ -300,9 +300,9 @@ def test_a_node_whose_guardian_cannot_start_is_not_used(ssh_hosts: SSHHosts, mon
     import skyward.guardian as guardian_module
 
     monkeypatch.setattr(guardian_module, "launch_command", lambda *a, **k: "echo nope")
-    with pytest.raises(Exception, match="guardian could not start") as caught:
-        with ssh_pool(ssh_hosts, servers=[0]):
-            pass
+    refused = pytest.raises(Exception, match="guardian could not start")
+    with refused as caught, ssh_pool(ssh_hosts, servers=[0]):
+        pass
     assert "node 0" in str(caught.value)
 
 

@@ -41,8 +41,10 @@ A run cut off by a lost connection is resumed on a new one with `SKYWARD_BOOTSTR
 the image phases run again (each is idempotent), and each plugin op that completed (it leaves
 `<workdir>/bootstrap/<op file>.done`) is skipped; a run without the variable clears those marks.
 
-The worker is not started here. A provider starts it after the bootstrap with
-`Script.launch_line(setup.launch)`: `. <workdir>/env.sh && exec <launch command>`.
+The worker is not started here. A provider starts it with `Script.launch_line(setup.launch)`:
+`. <workdir>/env.sh && exec <launch command>`, after the bootstrap, or (SSH) on a request sent with
+it that waits on the node for the file the script's EXIT trap writes its status into, when its
+`first` lines name one (`phases.STATUS_VARIABLE`).
 """
 
 from __future__ import annotations
