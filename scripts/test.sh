@@ -29,9 +29,14 @@ bash scripts/install.sh -r requirements-test.txt
 # evens out the long modules. SKYWARD_TEST_WORKERS=0 runs everything in this one process.
 workers="${SKYWARD_TEST_WORKERS:-4}"
 python3 -m pytest tests -n "$workers" --dist worksteal --durations=25 "$@"
-# The fast paths on private internals (skyward/fastpaths) each have a public fallback: the tests of
-# the client's loop and of the SSH path run again with every fast path off, so a Python or asyncssh
-# release that removes an internal still finds a working Skyward.
-SKYWARD_FAST_PATHS=off python3 -m pytest tests/core tests/ssh/test_ssh_pool.py \
-  tests/ssh/test_ssh_transport.py tests/ssh/test_ssh_round_trips.py tests/ssh/test_ssh_reconnect.py \
-  -n "$workers" --dist worksteal "$@"
+# The fast paths on private internals (skyward/fastpaths) each have a public fallback: the tests that
+# drive the client's loop (operators, maps, streams, timeouts, failures) and the SSH path run again
+# with every fast path off, so a Python or asyncssh release that removes an internal still finds a
+# working Skyward.
+core=tests/core
+SKYWARD_FAST_PATHS=off python3 -m pytest $core/test_fastpaths.py $core/test_loop_drive.py \
+  $core/test_loop_run_here.py $core/test_operators.py $core/test_window.py $core/test_scheduler_pump.py \
+  $core/test_streaming.py $core/test_timeouts.py $core/test_node_failure.py $core/test_shutdown.py \
+  $core/test_task_waiter.py $core/test_local_provider.py $core/test_reply_lane.py \
+  $core/test_uncalled_function_operators.py tests/ssh/test_ssh_pool.py tests/ssh/test_ssh_transport.py \
+  tests/ssh/test_ssh_round_trips.py tests/ssh/test_ssh_reconnect.py -n "$workers" --dist worksteal "$@"
