@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -28,6 +28,9 @@ from skyward.bootstrap.uv import serve_request
 from skyward.bootstrap.wheels import local_wheels, resolve_source, wheel_cache_dir
 from skyward.errors import SkywardError
 from skyward.observe.events import BootstrapRequested
+
+if TYPE_CHECKING:
+    from skyward.providers.base import NodeSetup
 
 __all__ = ["DEFAULT_EXCLUDES", "Reconnect", "bootstrap_secrets", "prepare_node", "stage_includes"]
 
@@ -48,7 +51,7 @@ Reconnect = Callable[[], Awaitable[CommandRunner]]
 
 
 async def prepare_node(
-    runner: CommandRunner, setup: Any, *, node: int, workdir: str, python: str | None,
+    runner: CommandRunner, setup: NodeSetup, *, node: int, workdir: str, python: str | None,
     system_site_packages: bool = False, reconnect: Reconnect | None = None,
     environments_root: str | None = None, before_script: Awaitable[Any] | None = None,
     first: str = "", on_guardian: Callable[[str], None] | None = None,
@@ -324,7 +327,7 @@ def _place(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def bootstrap_secrets(setup: Any, ops: Iterable[Any] = ()) -> tuple[str, ...]:
+def bootstrap_secrets(setup: NodeSetup, ops: Iterable[Any] = ()) -> tuple[str, ...]:
     """Everything to mask in bootstrap output: the setup's, the ops' and Skyward's registered secrets."""
     found: list[str] = list(getattr(setup, "secrets", ()) or ())
     for op in ops:
