@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from aws_cloud import FaultProxy, Machines, Network, aws_provider
 
-from skyward.testing.provider_contract import ProviderContract
+from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_aws.sweep import AWSSweeper
 
 
-class TestAWS(ProviderContract):
+class TestAWS(ProviderContract, SweeperContract, OfferSourceContract):
     @pytest.fixture
     def config(self, faults: FaultProxy, network: Network, machines: Machines, skyward_home: Path) -> Any:
         return aws_provider(faults, network, machines)

@@ -9,11 +9,11 @@ import pytest
 from fake_novita import FakeNovita
 from novita_support import API_KEY, novita
 
-from skyward.testing.provider_contract import ProviderContract
+from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_novita.sweep import NovitaSweeper
 
 
-class TestNovita(ProviderContract):
+class TestNovita(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "RTX_4090"}
 
     @pytest.fixture

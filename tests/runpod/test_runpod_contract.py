@@ -9,11 +9,11 @@ import pytest
 from fake_runpod import FakeRunPod
 from runpod_support import API_KEY, runpod
 
-from skyward.testing.provider_contract import ProviderContract
+from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_runpod.sweep import RunPodSweeper
 
 
-class TestRunPod(ProviderContract):
+class TestRunPod(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "A100"}
 
     @pytest.fixture

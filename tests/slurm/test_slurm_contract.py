@@ -9,11 +9,11 @@ import pytest
 from conftest import slurm_provider
 from slurm_cluster import SlurmCluster
 
-from skyward.testing.provider_contract import ProviderContract
+from skyward.testing.provider_contract import ProviderContract, SweeperContract
 from skyward_slurm.sweep import SlurmSweeper
 
 
-class TestSlurm(ProviderContract):
+class TestSlurm(ProviderContract, SweeperContract):
     nodes = 2
 
     @pytest.fixture

@@ -9,11 +9,11 @@ import pytest
 from vast_server import FakeVast
 from vast_support import API_KEY, vast_provider
 
-from skyward.testing.provider_contract import ProviderContract
+from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_vastai.sweep import VastSweeper
 
 
-class TestVastAI(ProviderContract):
+class TestVastAI(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "RTX 4090"}
 
     @pytest.fixture

@@ -9,11 +9,11 @@ import pytest
 from fake_verda import FakeVerda
 from verda_support import CLIENT_ID, CLIENT_SECRET, verda
 
-from skyward.testing.provider_contract import ProviderContract
+from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_verda.sweep import VerdaSweeper
 
 
-class TestVerda(ProviderContract):
+class TestVerda(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "A100"}
 
     @pytest.fixture

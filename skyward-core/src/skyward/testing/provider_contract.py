@@ -22,11 +22,16 @@ runs a task on every node, while `machines(cluster)` lists exactly the pool's in
 leaves nothing once it has stopped, neither for the provider that ran it nor for a fresh one (as
 `sky ls` in another process would ask).
 
-A cloud package also overrides two more fixtures, and the checks of what works without a pool
-run on them: `sweeper` (its `skyward_sweepers` answer, pointed at the same account: `sky ls` lists
-a pool's machines while they run, `sky down` ends them, and the provider then lists none) and
-`offer_source` (`config.offer_source()` by default: a named `OfferSource` whose offers are the
-market's records, priced in USD or not at all, for its own provider). Left at None they are skipped.
+A cloud package also mixes in the checks of what works without a pool, each with its fixture:
+`SweeperContract` with `sweeper` (its `skyward_sweepers` answer, pointed at the same account:
+`sky ls` lists a pool's machines while they run, `sky down` ends them, and the provider then lists
+none) and `OfferSourceContract` with `offer_source` (`config.offer_source()` by default: a named
+`OfferSource` whose offers are the market's records, priced in USD or not at all, for its own
+provider)::
+
+    class TestMyCloud(ProviderContract, SweeperContract, OfferSourceContract): ...
+
+A provider with neither (a fixed set of hosts) leaves them out rather than skipping them.
 
 The checks start real machines: give them a config that points at something cheap (loopback
 sshd's, a fake API, local processes). Skyward's own suite runs them against `sky.Local()`,
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import cloudpickle
@@ -121,16 +127,6 @@ class ProviderContract:
     def config(self) -> Any:
         raise NotImplementedError("a ProviderContract subclass overrides the `config` fixture")
 
-    @pytest.fixture
-    def sweeper(self) -> Sweeper | None:
-        """The provider's `Sweeper` on the config's account (None: it has none)."""
-        return None
-
-    @pytest.fixture
-    def offer_source(self, config: ProviderConfig) -> OfferSource | None:
-        """The config's own offers (None: it lists none)."""
-        return config.offer_source()
-
     # -- the config --------------------------------------------------------------------------------
 
     def test_the_config_is_a_named_value_that_a_spec_takes_and_cloudpickle_ships(self, config: Any) -> None:
@@ -205,40 +201,6 @@ class ProviderContract:
         fresh = config.create(Options())  # what `sky ls` in another process would find
         assert asyncio.run(fresh.machines(cluster)) == []
 
-    # -- without a pool: `sky ls`, `sky down`, `sky offers` ---------------------------------------
-
-    def test_the_sweeper_lists_a_pools_machines_and_ends_them(self, config: Any, sweeper: Any) -> None:
-        if sweeper is None:
-            pytest.skip("the provider has no sweeper")
-        assert isinstance(sweeper, Sweeper) and sweeper.name
-        assert sweeper.credentials().found
-
-        async def swept() -> None:
-            provider = config.create(Options())
-            cluster = await provider.prepare(self.spec(config, self.nodes), _pool_id())
-            instances: list[Instance] = []
-            try:
-                instances = await provider.provision(cluster, list(range(self.nodes)))
-                await _swept_by(sweeper, cluster, instances)  # in a thread: a sweeper runs its own loop
-                assert await config.create(Options()).machines(cluster) == []
-            finally:
-                await provider.terminate(cluster, instances)
-                await provider.teardown(cluster)
-
-        asyncio.run(swept())
-
-    def test_the_offer_source_lists_priced_offers_of_its_provider(self, offer_source: Any) -> None:
-        if offer_source is None:
-            pytest.skip("the provider lists no offers")
-        assert isinstance(offer_source, OfferSource)
-        assert offer_source.name and offer_source.ttl > 0 and isinstance(offer_source.key, str)
-        assert offer_source.credentials().found
-        offers = list(offer_source.fetch())
-        assert offers and all(isinstance(o, Offer) for o in offers)
-        assert {o.provider.lower() for o in offers} == {offer_source.name.lower()}
-        assert all(o.instance_type for o in offers)
-        assert any(o.price is not None for o in offers), "no offer has a price"
-
 
 def _pool_id() -> str:
     return f"contract-{uuid.uuid4().hex[:8]}"
@@ -256,3 +218,56 @@ async def _swept_by(sweeper: Sweeper, cluster: Cluster, instances: list[Instance
     assert not report.failed, report.failed
     assert {e.id for e in report.ended} >= _ids(instances)
     assert await of_pool() == []
+
+
+class SweeperContract:
+    """`sky ls` and `sky down` without a pool: mix into a `ProviderContract` subclass whose provider
+    has a sweeper, and override `sweeper`."""
+
+    #: `ProviderContract`'s, which the class this is mixed into supplies.
+    nodes: ClassVar[int]
+    spec: Callable[[Any, int], Spec]
+
+    @pytest.fixture
+    def sweeper(self) -> Sweeper:
+        """The provider's `Sweeper` on the config's account."""
+        raise NotImplementedError("a SweeperContract subclass overrides the `sweeper` fixture")
+
+    def test_the_sweeper_lists_a_pools_machines_and_ends_them(self, config: Any, sweeper: Any) -> None:
+        assert isinstance(sweeper, Sweeper) and sweeper.name
+        assert sweeper.credentials().found
+
+        async def swept() -> None:
+            provider = config.create(Options())
+            cluster = await provider.prepare(self.spec(config, self.nodes), _pool_id())
+            instances: list[Instance] = []
+            try:
+                instances = await provider.provision(cluster, list(range(self.nodes)))
+                await _swept_by(sweeper, cluster, instances)  # in a thread: a sweeper runs its own loop
+                assert await config.create(Options()).machines(cluster) == []
+            finally:
+                await provider.terminate(cluster, instances)
+                await provider.teardown(cluster)
+
+        asyncio.run(swept())
+
+
+class OfferSourceContract:
+    """`sky offers`: mix into a `ProviderContract` subclass whose provider lists offers."""
+
+    @pytest.fixture
+    def offer_source(self, config: ProviderConfig) -> OfferSource:
+        """The config's own offers."""
+        source = config.offer_source()
+        assert source is not None, "an OfferSourceContract's config lists offers (offer_source())"
+        return source
+
+    def test_the_offer_source_lists_priced_offers_of_its_provider(self, offer_source: Any) -> None:
+        assert isinstance(offer_source, OfferSource)
+        assert offer_source.name and offer_source.ttl > 0 and isinstance(offer_source.key, str)
+        assert offer_source.credentials().found
+        offers = list(offer_source.fetch())
+        assert offers and all(isinstance(o, Offer) for o in offers)
+        assert {o.provider.lower() for o in offers} == {offer_source.name.lower()}
+        assert all(o.instance_type for o in offers)
+        assert any(o.price is not None for o in offers), "no offer has a price"
