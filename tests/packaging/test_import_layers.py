@@ -80,7 +80,12 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # What runs a node: bootstrap, channels, the worker, its guardian, the providers, and the
     # market of their offers and prices.
     # The distributed collections (`collections/`: the store on the client, the proxies in tasks) too.
-    ("machinery", ("bootstrap", "collections", "guardian", "market", "providers", "transport", "worker")),
+    # `_keeper` is the keeper's entry point outside `transport/` (its import failure unmarks a warm
+    # environment).
+    (
+        "machinery",
+        ("_keeper", "bootstrap", "collections", "guardian", "market", "providers", "transport", "worker"),
+    ),
     # What the user calls: pools (with the hooks that bind plugins to a pool and core's own
     # registrations, which name the providers), functions, configuration, the plugins that ship
     # with core, the CLI.
