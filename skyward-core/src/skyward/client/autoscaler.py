@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
+from skyward.client.cancelling import cancel_and_wait
 from skyward.observe.events import ErrorReported
 
 if TYPE_CHECKING:
@@ -98,8 +99,7 @@ class AutoscaleDriver:
             self._timer.cancel()
             self._timer = None
         if self._scaling is not None:
-            self._scaling.cancel()
-            await asyncio.gather(self._scaling, return_exceptions=True)
+            await cancel_and_wait([self._scaling])
 
     def _interval(self) -> float:
         """How often the load is sampled: the reconcile tick, or sooner when the cooldown or the

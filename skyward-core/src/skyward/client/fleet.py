@@ -23,6 +23,7 @@ import structlog
 
 from skyward.client import fleet_plan, release, telemetry
 from skyward.client.announce import Announcer
+from skyward.client.cancelling import cancel_and_wait
 from skyward.client.hooks import PoolHooks
 from skyward.client.node import NodeHandle
 from skyward.client.preemption import NodeGuards
@@ -525,10 +526,7 @@ class Fleet:
             self._lease = None
         # A node replacement still starting ends before the machines are given back: left to run,
         # it would start a worker on a machine being released, after the pool's loop is gone.
-        replacements = list(self._replacements)
-        for replacement in replacements:
-            replacement.cancel()
-        await asyncio.gather(*replacements, return_exceptions=True)
+        await cancel_and_wait(list(self._replacements))
         nodes = self._scheduler.clear()
         for node in nodes:
             where = f"{self.name} shut down on node {node.index}"
