@@ -34,6 +34,7 @@ from skyward.worker.capture import OutputPump
 from skyward.worker.channel import WorkerChannel
 from skyward.worker.functions import HeldFunction, ShippedFunctions
 from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
+from skyward.worker.memory import return_large_blocks_to_the_system
 from skyward.worker.processes import ProcessSlots, TaskCancelled
 from skyward.worker.streams import InputStream, OutputCredits
 from skyward.worker.threads import STOP, Job, TaskThreads
@@ -426,6 +427,7 @@ def _take_reply_fd() -> int | None:
 
 
 def main() -> None:
+    return_large_blocks_to_the_system()
     read_fd, write_fd = _take_protocol_fds()
     channel = WorkerChannel(read_fd, write_fd, _take_reply_fd())
     pump = OutputPump(channel.send)

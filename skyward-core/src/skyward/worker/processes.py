@@ -186,7 +186,9 @@ def _child_main(conn: Any, init_bytes: bytes, shared: Any = None) -> None:
     from skyward.task import runtime
     from skyward.worker.functions import LoadedFunctions
     from skyward.worker.lifecycle import AppLifecycle, WorkerHooks
+    from skyward.worker.memory import return_large_blocks_to_the_system
 
+    return_large_blocks_to_the_system()  # a child started by spawn, not forked from the worker
     env, info, plugins, sys_path, include_sources = cloudpickle.loads(init_bytes)
     bridge.install_child(shared)  # the task's collections reach the store through this worker
     os.environ.update(env)
@@ -223,7 +225,8 @@ def _child_main(conn: Any, init_bytes: bytes, shared: Any = None) -> None:
             try:
                 payload = cloudpickle.dumps(reply, protocol=5)
             except Exception as exc:  # noqa: BLE001
-                payload = cloudpickle.dumps((False, RemoteFailure.capture(_unpicklable_result(reply[1], exc))))
+                failure = RemoteFailure.capture(_unpicklable_result(reply[1], exc))
+                payload = cloudpickle.dumps((False, failure))
             conn.send_bytes(payload)
     finally:
         for error in lifecycle.close():
