@@ -295,14 +295,14 @@ class RemoteNodes:
         """The worker's start sent with a bootstrap that failed or moved to a new connection: what
         it started on the node (the shell waiting for the bootstrap, or the keeper) is killed."""
         from skyward.transport.ssh import kill_command
-        from skyward.transport.ssh_link import keeper_pid_file
+        from skyward.transport.ssh_link import keeper_pid_file, waiting_pid_file
 
         early.cancel()
         await asyncio.gather(early, return_exceptions=True)
         # Its channel closes with the processes killed here (or died with its connection).
         if conn is not None and not conn.is_closed():
             with contextlib.suppress(Exception):
-                command = kill_command([pid_file, keeper_pid_file(pid_file)])
+                command = kill_command([waiting_pid_file(pid_file), pid_file, keeper_pid_file(pid_file)])
                 await asyncio.wait_for(conn.run(command, check=False), 30)
 
     async def _guard_after(
@@ -438,17 +438,23 @@ class RemoteNodes:
         from skyward.bootstrap.phases import STATUS_VARIABLE
 
         first = f"{STATUS_VARIABLE}={shlex.quote(status)}\n" + first  # where its exit status goes
+        # The bootstrap's commands are recorded apart (`starting`) until the guardian's lines are
+        # done: a guardian that still holds the folder (a killed client's lease, ending as this
+        # start comes) kills the groups the folder's `*.pid` files name, and this start, waiting
+        # for that end, is not that client's. Then the record becomes the pool's.
+        starting = f"{pid_file}.starting"
+        first += f"mv -f {shlex.quote(starting)} {shlex.quote(pid_file)} 2>/dev/null || true\n"
 
         async def reconnect() -> SSHRunner:
             # The same backoff as a worker's reconnect; then whatever the cut-off bootstrap still
             # runs on the host (its whole process group) goes, before the resumed one starts there.
             new = await self.open(node, login)
-            await asyncio.wait_for(new.run(kill_command(pid_file), check=False), 30)
+            await asyncio.wait_for(new.run(kill_command([starting, pid_file]), check=False), 30)
             self._log.info("skyward.ssh_bootstrap_resumed", node=node, host=str(login))
-            return SSHRunner(new, label=str(login), pid_file=pid_file)
+            return SSHRunner(new, label=str(login), pid_file=starting)
 
         return await prepare_node(
-            SSHRunner(conn, label=str(login), pid_file=pid_file), setup, node=node, workdir=workdir,
+            SSHRunner(conn, label=str(login), pid_file=starting), setup, node=node, workdir=workdir,
             reconnect=reconnect, environments_root=f"{self._homes[node]}/{ENVIRONMENTS}",
             first=first, on_guardian=on_guardian, **self.bootstrap_args(),
         )

@@ -160,9 +160,17 @@ def keeper_command(
     if after:
         from skyward.transport.ssh_commands import record_pid
 
-        s = q(after)
+        s, waiting = q(after), q(waiting_pid_file(pid_file))
+        # While it waits the shell is recorded apart from the pool's pid files: a guardian still
+        # ending a killed client's lease in this folder kills what they name, and this start is
+        # not that client's. It stops waiting when its SSH session is gone (its parent changed:
+        # the client went), and after an hour at most; the client kills it when it gives up.
         wait = (
-            f"{record_pid(pid_file)} && until [ -e {s} ]; do sleep 0.02; done && "
+            f"{record_pid(waiting_pid_file(pid_file))} && __n=0 && __pp=$PPID && "
+            f"until [ -e {s} ]; do __n=$((__n + 1)); [ $__n -lt {WAIT_TICKS} ] || exit 1; "
+            "if read -r __l < /proc/$$/stat 2>/dev/null; then set -- ${__l##*) }; "
+            '[ "$2" = "$__pp" ] || exit 1; fi; sleep 0.02; done && '
+            f"rm -f {waiting} && {record_pid(pid_file)} && "
             f'{{ [ "$(cat {s})" = 0 ] || {{ echo "skyward: the bootstrap failed; no worker starts" >&2; '
             "exit 1; }; } && "
         )
@@ -180,6 +188,16 @@ def attach_command(*, python: str, env_file: str, pid_file: str, cwd: str) -> st
         f"exec {q(python)} -m skyward._keeper attach --socket {q(socket_name(pid_file))}"
     )
     return f"exec /bin/sh -c {q(script)}"
+
+
+#: How many 20 ms looks a worker's start waiting on its bootstrap's status takes at most (an hour).
+WAIT_TICKS = 180_000
+
+
+def waiting_pid_file(pid_file: str) -> str:
+    """Where a worker's start records its shell while it waits for the bootstrap: not a `*.pid`
+    file, which a guardian ending an earlier lease in the folder would kill."""
+    return f"{pid_file}.waiting"
 
 
 def socket_name(pid_file: str) -> str:
