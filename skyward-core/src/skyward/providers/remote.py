@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import functools
 import posixpath
+import secrets
 import shlex
 import time
 from typing import TYPE_CHECKING, Any
@@ -108,6 +109,10 @@ class RemoteNodes:
         #: opening of its renewal there.
         self._renewing: dict[int, tuple[Any, asyncio.Future[None]]] = {}
         self._launches = 0
+        #: This client's mark in the names of what it starts on a node: an adopting client (a
+        #: server started again) counts its launches from one too, and a folder still holding a
+        #: killed client's `worker-1.pid`, or the status its bootstrap left, must not pass for its own.
+        self._run = secrets.token_hex(4)
         self._log = structlog.get_logger()
 
     # -- settings ----------------------------------------------------------------------------------
@@ -244,7 +249,7 @@ class RemoteNodes:
 
     def _pid_file(self, workdir: str) -> str:
         self._launches += 1
-        return f"{workdir}/worker-{self._launches}.pid"
+        return f"{workdir}/worker-{self._run}-{self._launches}.pid"
 
     async def _open_worker(
         self, conn: Connection, instance: Instance, script: Any, setup: NodeSetup, pid_file: str,

@@ -170,8 +170,8 @@ def keeper_command(
             f"until [ -e {s} ]; do __n=$((__n + 1)); [ $__n -lt {WAIT_TICKS} ] || exit 1; "
             "if read -r __l < /proc/$$/stat 2>/dev/null; then set -- ${__l##*) }; "
             '[ "$2" = "$__pp" ] || exit 1; fi; sleep 0.02; done && '
-            f"rm -f {waiting} && {record_pid(pid_file)} && "
-            f'{{ [ "$(cat {s})" = 0 ] || {{ echo "skyward: the bootstrap failed; no worker starts" >&2; '
+            f"rm -f {waiting} && {record_pid(pid_file)} && __st=$(cat {s}) && rm -f {s} && "
+            '{ [ "$__st" = 0 ] || { echo "skyward: the bootstrap failed; no worker starts" >&2; '
             "exit 1; }; } && "
         )
     # Sent before the bootstrap, the request may find no node folder yet (the bootstrap makes it).
