@@ -16,7 +16,7 @@ from ssh_hosts import SSHHosts, free_port, loopback, ssh_pool, ssh_provider, wri
 import skyward as sky
 from skyward.providers.base import Cluster, Instance, Provider, ProviderConfig
 from skyward.providers.remote import RemoteNodes
-from skyward.transport.ssh import SSHAuthError, connect
+from skyward.transport.ssh_connect import SSHAuthError, connect
 
 
 def test_a_changed_host_key_is_refused_naming_host_and_fingerprint(

@@ -24,7 +24,7 @@ from skyward.transport.ssh import SSHChannel
 
 if TYPE_CHECKING:
     from skyward.transport.base import Channel
-    from skyward.transport.ssh import Connection
+    from skyward.transport.ssh_connect import Connection
 
 
 @attrs.frozen
@@ -120,7 +120,7 @@ class SSHPlace:
             import time
 
             from skyward.providers.ssh import parse_host
-            from skyward.transport.ssh import connect_with_retry
+            from skyward.transport.ssh_connect import connect_with_retry
 
             host = parse_host(self.target)
             conn = await connect_with_retry(

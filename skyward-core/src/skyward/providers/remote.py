@@ -44,7 +44,8 @@ from skyward.options import Options
 
 if TYPE_CHECKING:
     from skyward.providers.base import Cluster, Instance, NodeSetup
-    from skyward.transport.ssh import Connection, SSHChannel
+    from skyward.transport.ssh import SSHChannel
+    from skyward.transport.ssh_connect import Connection
     from skyward.transport.ssh_lease import LeaseRenewal
 
 #: `Options.ssh_timeout` / `ssh_retry_interval` when left at None.
@@ -131,7 +132,7 @@ class RemoteNodes:
 
     async def open(self, node: int, login: Login, timeout: float | None = None) -> Connection:
         """Log in to `node`'s machine (retrying until `timeout`, default `ssh_timeout`)."""
-        from skyward.transport.ssh import connect_with_retry
+        from skyward.transport.ssh_connect import connect_with_retry
 
         self._logins[node] = login
 
@@ -200,7 +201,7 @@ class RemoteNodes:
 
     async def start_worker(self, cluster: Cluster, instance: Instance, setup: NodeSetup) -> SSHChannel:
         """Bootstrap `instance` if needed and start its worker; the `Provider.connect` of SSH machines."""
-        from skyward.transport.ssh import kill_command
+        from skyward.transport.ssh_commands import kill_command
 
         node = instance.node
         # One node's workers (several with mig) start together: the first bootstraps the node,
@@ -299,7 +300,7 @@ class RemoteNodes:
     async def _drop_early(self, early: asyncio.Future[SSHChannel], conn: Any, pid_file: str) -> None:
         """The worker's start sent with a bootstrap that failed or moved to a new connection: what
         it started on the node (the shell waiting for the bootstrap, or the keeper) is killed."""
-        from skyward.transport.ssh import kill_command
+        from skyward.transport.ssh_commands import kill_command
         from skyward.transport.ssh_link import keeper_pid_file, waiting_pid_file
 
         early.cancel()
@@ -435,7 +436,7 @@ class RemoteNodes:
         self, conn: Connection, cluster: Cluster, setup: NodeSetup, node: int, workdir: str, status: str
     ) -> Any:
         from skyward.bootstrap import prepare_node
-        from skyward.transport.ssh import SSHRunner, kill_command
+        from skyward.transport.ssh_commands import SSHRunner, kill_command
 
         login = self._logins[node]
         pid_file = f"{workdir}/bootstrap.pid"

@@ -11,8 +11,7 @@ same keeper and worker, and each side sends what the other missed; the node is l
 grace period. The keeper's control lines share stderr with the pid (`::skyward-...`).
 
 Connecting (host keys always verified, pool keys) is `ssh_connect`'s; running commands (the
-bootstrap's runner, the worker's command lines) is `ssh_commands`'. Import those from there; this
-module still names them for `providers/remote.py` and skyward-slurm, which import them from here.
+bootstrap's runner, the worker's command lines) is `ssh_commands`'.
 """
 
 from __future__ import annotations
@@ -25,18 +24,8 @@ import asyncssh
 import structlog
 
 from skyward.transport.base import Channel
-from skyward.transport.ssh_commands import PID_MARK, SSHRunner, kill_command, worker_command
-from skyward.transport.ssh_connect import (
-    Connection,
-    SSHAuthError,
-    connect,
-    connect_with_retry,
-    default_known_hosts,
-    is_permanent,
-    openssh_match,
-    pool_key,
-    remove_pool_key,
-)
+from skyward.transport.ssh_commands import kill_command
+from skyward.transport.ssh_connect import Connection, is_permanent
 from skyward.transport.ssh_link import (
     ACK_DELAY,
     ACK_EVERY,
@@ -52,12 +41,6 @@ from skyward.transport.ssh_link import (
 )
 from skyward.transport.ssh_outbox import Outbox
 from skyward.wire import FrameDecoder, Kind, encode
-
-__all__ = [
-    "PID_MARK", "Connection", "Resume", "SSHAuthError", "SSHChannel", "SSHRunner", "connect",
-    "connect_with_retry", "default_known_hosts", "is_permanent", "kill_command", "openssh_match", "pool_key",
-    "remove_pool_key", "worker_command",
-]
 
 #: Receive window of a worker channel: large, so a big result streams without stalls.
 WINDOW = 16 * 1024 * 1024
