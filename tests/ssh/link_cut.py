@@ -1,7 +1,9 @@
 """A link that can be cut: a TCP proxy on 127.0.0.1 in front of one test sshd.
 
 `cut(seconds)` drops every connection through it (both sides see them end) and refuses new ones
-until `restore()`, or for `seconds` when given: a laptop's network gone and back. The pool logs in
+until `restore()`, or for `seconds` when given: a laptop's network gone and back. `stall(seconds)`
+keeps every connection open but carries nothing either way until `flow()`: a link gone silent,
+which neither end sees close (Wi-Fi out of range, a NAT that forgot the flow). The pool logs in
 through the proxy's port: its known_hosts file names the sshd's key under that port, so the host
 key is verified on every login, the ones after a cut included.
 """
@@ -27,6 +29,9 @@ class CuttableLink:
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._timer: threading.Timer | None = None
+        #: Cleared while the link is stalled: the pumps hold what they read.
+        self._flowing = threading.Event()
+        self._flowing.set()
         #: How many connections went through (a login after a cut is a new one).
         self.connections = 0
         self._listen()
@@ -78,6 +83,7 @@ class CuttableLink:
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(256 * 1024):
+                self._flowing.wait()
                 sink.sendall(data)
         for sock in (source, sink):
             with contextlib.suppress(OSError):
@@ -102,6 +108,18 @@ class CuttableLink:
             self._timer.daemon = True
             self._timer.start()
 
+    def stall(self, seconds: float | None = None) -> None:
+        """Carry nothing either way, closing nothing (for `seconds`, or until `flow()`)."""
+        self._flowing.clear()
+        if seconds is not None:
+            self._timer = threading.Timer(seconds, self.flow)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def flow(self) -> None:
+        """Carry again what the stall held, and what comes after it."""
+        self._flowing.set()
+
     def restore(self, to: SSHServer | None = None) -> None:
         """Accept connections again: to the same server, or to `to` (another machine, which now
         answers at this address: its host key is not the one the pool trusts here)."""
@@ -116,6 +134,7 @@ class CuttableLink:
         if self._timer is not None:
             self._timer.cancel()
         self.cut()
+        self.flow()  # pump threads held by a stall see their sockets closed and end
 
     def __enter__(self) -> CuttableLink:
         return self

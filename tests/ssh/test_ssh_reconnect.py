@@ -73,6 +73,56 @@ def test_a_cut_link_comes_back_to_the_same_worker_with_the_tasks_answer_and_outp
         hosts.stop()
 
 
+def test_a_link_silent_for_a_few_seconds_carries_on_without_a_new_login(tmp_path: Path) -> None:
+    hosts = start_hosts(tmp_path, 1)
+    try:
+        with CuttableLink(hosts.servers[0], tmp_path) as link:
+            compute = ssh_pool(hosts, provider=link.provider(hosts))
+            events = watch(compute)
+            with compute:
+                worker = pid() >> compute
+                future = chatty(2) > compute
+                assert wait_until(lambda: any("before the cut" in getattr(e, "line", "") for e in events))
+                logins = link.connections
+                link.stall(4)  # nothing crosses, nothing closes: TCP holds it, SSH waits
+                assert future.result(timeout=120) == worker
+                assert link.connections == logins  # the same connection carried on
+            assert any("after the cut" in getattr(e, "line", "") for e in events)
+            assert count(events, sky.NodeLost) == count(events, sky.TaskRetried) == 0
+    finally:
+        hosts.stop()
+
+
+def test_a_link_silent_past_its_keepalives_is_dropped_and_the_worker_reattached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skyward.transport import ssh_connect
+
+    # One keepalive a second, two unanswered: the silent connection is given up after ~3 s.
+    monkeypatch.setattr(ssh_connect, "KEEPALIVE_INTERVAL", 1)
+    monkeypatch.setattr(ssh_connect, "KEEPALIVE_COUNT", 2)
+    hosts = start_hosts(tmp_path, 1)
+    try:
+        with CuttableLink(hosts.servers[0], tmp_path) as link:
+            compute = ssh_pool(hosts, provider=link.provider(hosts))
+            events = watch(compute)
+            with compute:
+                worker = pid() >> compute
+                future = chatty(3) > compute
+                assert wait_until(lambda: any("before the cut" in getattr(e, "line", "") for e in events))
+                logins = link.connections
+                link.stall()
+                time.sleep(6)  # the silence outlasts the keepalives: the client gives the connection up
+                link.flow()
+                assert future.result(timeout=120) == worker  # from the worker that ran it
+                assert link.connections > logins  # on a new login
+                assert pid() >> compute == worker
+            assert any("after the cut" in getattr(e, "line", "") for e in events)
+            assert count(events, sky.NodeLost) == count(events, sky.TaskRetried) == 0
+    finally:
+        hosts.stop()
+
+
 def test_a_link_down_past_its_grace_period_loses_the_node_and_retries_its_task(tmp_path: Path) -> None:
     hosts = start_hosts(tmp_path, 1)
     try:
