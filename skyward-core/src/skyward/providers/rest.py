@@ -8,7 +8,8 @@ the text); a server that does not answer is a `ProvisionError` (`unreachable` wo
 
 `call` is `send` with the answer read the one way every cloud needs (`ApiErrors.reading`):
 
-- a refused credential (401, 403) is a `ProvisionError` naming where the credentials come from;
+- a refused credential (401, 403) is `Refused` (a `ProvisionError`) naming where the credentials
+  come from;
 - too many requests (429) is `RateLimited`, and `call` waits it out (`skyward.retry`);
 - a thing that is not there (404, 410, or the API's "not found" words) is `Gone`, or None with
   `gone_ok=True` (a deletion of what is already deleted);
@@ -51,6 +52,10 @@ class Gone(ProvisionError):
     """The thing asked about does not exist (any more)."""
 
 
+class Refused(ProvisionError):
+    """The API refused the credential (HTTP 401, 403): the fix is the credential, not a retry."""
+
+
 class RateLimited(ProvisionError):
     """The API asks to slow down (HTTP 429); `call` retries it."""
 
@@ -90,7 +95,7 @@ class ApiErrors:
         code = str(body.get("code") or "") if isinstance(body, dict) else ""
         words = f"{code} {message}".lower()
         if status in (401, 403) or code == "unauthorized_request":
-            return ProvisionError(
+            return Refused(
                 f"{self.cloud} refused {self.credential} ({status}: {message}) when asked to {what}: "
                 f"{self.credentials}"
             )
@@ -180,10 +185,13 @@ class JsonApi:
                 return None
             raise
 
-    async def create(self, path: str, what: str, **kwargs: Any) -> tuple[str, Any]:
-        """`POST path`: the new thing's id (`{"id": ...}`, or the id as the whole text) and the
-        body; an answer without one is a `ProvisionError`, since nothing could delete it later."""
+    async def create(self, path: str, what: str, *, within: str = "", **kwargs: Any) -> tuple[str, Any]:
+        """`POST path`: the new thing's id (`{"id": ...}`, `{within: {"id": ...}}` for an API
+        that wraps what it made in its kind's name, or the id as the whole text) and the body; an
+        answer without one is a `ProvisionError`, since nothing could delete it later."""
         body = await self.call("POST", path, what, **kwargs)
+        if within and isinstance(body, dict) and isinstance(body.get(within), dict):
+            body = body[within]
         if isinstance(body, dict):
             found = str(body.get("id") or "")
         else:

@@ -16,21 +16,23 @@ raw API key in the `api_key` header (a missing or bad key answers 401):
   (404 when it is gone already).
 
 So the `id` is kept with the pair: it is what deletes the key when the storage closes.
+
+The calls are made by skyward-hyperstack's API client (`skyward_hyperstack.storage_keys`), the one
+that also runs Hyperstack pools: one client of the API, not two. A store given `access_key=` and
+`secret_key=` mints nothing and needs no such package; one that mints without it installed says
+which to install.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
+from types import ModuleType
 from typing import Any, ClassVar
 
 import structlog
 
-from skyward.errors import ConfigurationError
+from skyward.errors import ConfigurationError, MissingPackageError
 from skyward.secrets import register_secret
 from skyward.storage.client import StorageError
 from skyward.storage.credentials import Credential, EphemeralKeys, MintedKey, resolve_credential
@@ -45,7 +47,8 @@ API_KEY_ENV = "HYPERSTACK_API_KEY"
 ACCESS_KEYS = "/object-storage/access-keys"
 #: Where a person finds a key Skyward could not delete.
 CONSOLE_KEYS = "Object Storage > Access Keys in the Hyperstack console"
-TIMEOUT = 30.0
+#: The distribution whose API client makes the calls.
+PACKAGE = "skyward-hyperstack"
 
 
 class HyperstackKeys(EphemeralKeys):
@@ -74,25 +77,24 @@ class HyperstackKeys(EphemeralKeys):
 
     def mint(self) -> MintedKey:
         """`POST /object-storage/access-keys` for `region`; the pair and its id."""
+        keys = _client()
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         description = f"skyward ephemeral key (pid {os.getpid()}, {when})"
-        body = {"region": self.region, "description": description}
-        status, answer = self._request("POST", ACCESS_KEYS, body)
-        if status not in (200, 201):
-            raise self._refused("minting an access key", status, answer)
+        api_key = self._resolve_api_key()
+        try:
+            answer = keys.create_access_key(api_key, self.api_url, self.region, description)
+        except Exception as exc:
+            raise self._refused("minting an access key", exc) from None
         return self._minted(answer, description)
 
     def delete(self, key: MintedKey) -> None:
-        """`DELETE /object-storage/access-keys/{id}`; a key gone already (404) is deleted enough."""
-        path = f"{ACCESS_KEYS}/{urllib.parse.quote(key.id, safe='')}"
+        """`DELETE /object-storage/access-keys/{id}`; a key gone already is deleted enough."""
         try:
-            status, answer = self._request("DELETE", path)
-        except StorageError as exc:
+            _client().delete_access_key(self._resolve_api_key(), self.api_url, key.id)
+        except Exception as exc:
+            error = self._refused(f"deleting access key id {key.id}", exc)
             left = f"access key id {key.id} is left: delete it under {CONSOLE_KEYS}"
-            raise StorageError(f"{exc}; {left}") from exc
-        if status not in (200, 204, 404):
-            error = self._refused(f"deleting access key id {key.id}", status, answer)
-            raise type(error)(f"{error}; delete it under {CONSOLE_KEYS}")
+            raise type(error)(f"{error}; {left}") from None
         structlog.get_logger().info(
             "skyward.storage_key_deleted", store="hyperstack", region=self.region, key_id=key.id
         )
@@ -135,41 +137,21 @@ class HyperstackKeys(EphemeralKeys):
             self._resolved_api_key = value
         return self._resolved_api_key
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-        """(status, JSON answer) of one call; an unreachable API is a `StorageError`."""
-        headers = {"api_key": self._resolve_api_key(), "accept": "application/json"}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        url = f"{self.api_url}{path}"
-        request = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # noqa: S310 - an http(s) URL
-                return response.status, _json(response.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, _json(exc.read())
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise StorageError(f"{method} {url}: Hyperstack's API did not answer ({reason})") from None
-
-    def _refused(self, what: str, status: int, answer: Any) -> Exception:
-        """The error for a refused call: the API key's fault (401/403) or the API's."""
-        message = answer.get("message") if isinstance(answer, dict) else None
-        detail = f"{status}" + (f" {message}" if message else "")
-        if status in (401, 403):
-            return ConfigurationError(
-                f"sky.storage.Hyperstack(region={self.region!r}): {what}: Hyperstack refused the API key "
-                f"({detail}); check api_key= or {API_KEY_ENV}"
-            )
-        return StorageError(
-            f"sky.storage.Hyperstack(region={self.region!r}): {what}: Hyperstack answered {detail}"
-        )
+    def _refused(self, what: str, error: Exception) -> Exception:
+        """The error for a failed call: the API key's fault (a `ConfigurationError`) or the API's."""
+        where = f"sky.storage.Hyperstack(region={self.region!r}): {what}"
+        if isinstance(error, ConfigurationError):
+            return ConfigurationError(f"{where}: {error}; check api_key= or {API_KEY_ENV}")
+        return StorageError(f"{where}: {error}")
 
 
-def _json(raw: bytes) -> Any:
-    """The answer's JSON, or None (an empty or non-JSON body)."""
+def _client() -> ModuleType:
+    """skyward-hyperstack's key calls; a clear error naming the package when it is missing."""
     try:
-        return json.loads(raw) if raw else None
-    except ValueError:
-        return None
+        from skyward_hyperstack import storage_keys
+    except ImportError:
+        raise MissingPackageError(
+            f"sky.storage.Hyperstack mints its access keys with {PACKAGE}'s API client: pip install "
+            f"{PACKAGE} (or pass access_key= and secret_key= to use keys you made)"
+        ) from None
+    return storage_keys

@@ -1,0 +1,127 @@
+"""From a spec to the Hyperstack flavors a node may be created with, and their prices.
+
+Hyperstack sells fixed shapes per region ("n3-A100x1": one A100-80G-PCIe, 28 vCPUs, 120 GB) and
+says which are in stock now (`GET /core/flavors`, `stock_available`); prices are per GPU per hour
+in the pricebook (`GET /pricebook`, keyed by the flavor's `gpu` name), so a flavor costs its GPU
+count times that. `offer_of` reads a flavor as the market's `Offer`; a launch tries `Rental`s in
+price order, one refused for capacity falling over to the next. Hyperstack sells no spot VMs: every
+rental is on demand, and `allocation="spot"` is refused naming the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from skyward.errors import NoOffersError
+from skyward.market.offer import Offer
+from skyward.market.rental import Rental, in_order, memory_fits, names_card, whole_gpus
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+@attrs.frozen
+class Flavor:
+    """One flavor of one region, priced (USD per VM per hour; 0.0: the pricebook does not say)."""
+
+    name: str
+    region: str
+    gpu: str
+    gpus: int
+    vcpus: int
+    memory_gb: float
+    disk_gb: float
+    in_stock: bool
+    price: float
+
+    @classmethod
+    def from_api(cls, row: dict[str, Any], prices: Mapping[str, float]) -> Flavor:
+        gpu, gpus = str(row.get("gpu") or ""), int(_number(row.get("gpu_count")))
+        price = prices.get(gpu, 0.0) * gpus if gpu else prices.get(str(row["name"]), 0.0)
+        return cls(
+            name=str(row["name"]), region=str(row.get("region_name") or ""), gpu=gpu, gpus=gpus,
+            vcpus=int(_number(row.get("cpu"))), memory_gb=_number(row.get("ram")),
+            disk_gb=_number(row.get("disk")), in_stock=bool(row.get("stock_available")), price=price,
+        )
+
+    @property
+    def gpu_memory_gb(self) -> float | None:
+        """Each GPU's memory, read from its name ("A100-80G-PCIe": 80), None when it does not say."""
+        found = re.search(r"(\d+)G(?:B)?\b", self.gpu, re.IGNORECASE)
+        return float(found.group(1)) if found else None
+
+
+def offer_of(flavor: Flavor, provider: str = "hyperstack") -> Offer:
+    """The market's record of a flavor in its region (on demand only)."""
+    return Offer(
+        provider=provider, instance_type=flavor.name, accelerator=flavor.gpu or None,
+        accelerator_count=flavor.gpus, accelerator_memory_gb=flavor.gpu_memory_gb,
+        vcpus=flavor.vcpus or None, memory_gb=flavor.memory_gb or None, region=flavor.region,
+        on_demand_price=flavor.price,
+    )
+
+
+def matching(spec: Spec, flavors: Iterable[Flavor]) -> list[Flavor]:
+    """The flavors that carry the spec's accelerator (count, memory), vCPUs and memory."""
+    flavors = list(flavors)
+    found = []
+    for flavor in flavors:
+        acc = spec.accelerator
+        if acc is None:
+            if flavor.gpus:
+                continue
+        elif flavor.gpus != whole_gpus(acc.count, "Hyperstack") or not (
+            names_card(flavor.gpu, acc.name) and memory_fits(flavor.gpu_memory_gb, acc.memory_gb)
+        ):
+            continue
+        if (spec.vcpus and flavor.vcpus < spec.vcpus) or (
+            spec.memory_gb and flavor.memory_gb < spec.memory_gb
+        ):
+            continue
+        found.append(flavor)
+    if not found:
+        raise _no_flavor(spec, flavors)
+    return found
+
+
+def _no_flavor(spec: Spec, flavors: list[Flavor]) -> NoOffersError:
+    acc = spec.accelerator
+    memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
+    wanted = "a CPU flavor" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
+    names = sorted({f.gpu for f in flavors if f.gpu})
+    close = difflib.get_close_matches(acc.name if acc else "CPU", names, n=4, cutoff=0.3)
+    return NoOffersError(
+        f"Hyperstack has no flavor with {wanted}"
+        + (f" and >= {spec.vcpus:g} vCPUs" if spec.vcpus else "")
+        + (f" and >= {spec.memory_gb:g} GB RAM" if spec.memory_gb else "")
+        + f"; close GPUs: {', '.join(close or names[:6]) or 'none'}"
+    )
+
+
+def plan(spec: Spec, flavors: Iterable[Flavor], regions: tuple[str, ...] = ()) -> list[Rental]:
+    """Every priced flavor in stock that the spec allows, cheapest first (all on demand)."""
+    if spec.allocation == "spot":
+        raise NoOffersError(
+            'Hyperstack sells no spot VMs: use allocation="on-demand" (or "spot-if-available", which '
+            "takes on-demand VMs here)"
+        )
+    offers = []
+    for flavor in flavors:
+        if not flavor.in_stock or flavor.price <= 0 or (regions and flavor.region not in regions):
+            continue
+        rental = Rental(offer=offer_of(flavor), spot=False, ref=flavor)
+        if spec.max_hourly_cost is None or rental.price <= spec.max_hourly_cost:
+            offers.append(rental)
+    return in_order(offers, spec.allocation, spot=lambda o: o.spot, price=lambda o: o.price)

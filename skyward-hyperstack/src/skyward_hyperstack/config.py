@@ -1,0 +1,156 @@
+"""`sky.Hyperstack(...)`: the frozen value a user writes to run a pool on Hyperstack (NexGen Cloud).
+
+Everything is checked when the value is built, so a misspelt region fails on the line that wrote
+it. The API key is resolved when a pool starts (`account`), never here: an environment secret
+would otherwise travel inside every pickled spec; one given explicitly is kept out of `repr` and
+registered for masking. The imports flow one way: account <- api/catalog/machine <- provider <-
+config <- hooks (the config imports the provider only inside `create`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import TYPE_CHECKING
+
+import attrs
+
+from skyward.errors import ConfigurationError
+from skyward.observe.logging import register_secret
+from skyward.providers.base import ProviderConfig
+
+if TYPE_CHECKING:
+    from skyward.options import Options
+    from skyward.providers.credentials import CredentialStatus, MissingCredential
+    from skyward.spec import Spec
+    from skyward_hyperstack.offers import HyperstackOffers
+    from skyward_hyperstack.provider import HyperstackProvider
+
+#: An Ubuntu image with the NVIDIA driver, CUDA and Docker (`GET /core/images` lists others).
+DEFAULT_IMAGE = "Ubuntu Server 22.04 LTS R570 CUDA 12.8 with Docker"
+#: Hyperstack's regions as its API reference lists them.
+REGIONS = ("CANADA-1", "NORWAY-1", "US-1")
+
+
+def _region(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.strip().upper() not in REGIONS:
+        raise ConfigurationError(
+            f"Hyperstack(region={value!r}): expected one of {', '.join(REGIONS)}, or None for any"
+        )
+    return value.strip().upper()
+
+
+def _api_key(instance: Hyperstack, attribute: attrs.Attribute[str | None], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError("Hyperstack(api_key=...): expected the key as a non-empty string, or None")
+    register_secret(value)
+
+
+def _text(instance: Hyperstack, attribute: attrs.Attribute[str], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigurationError(f"Hyperstack({attribute.name}={value!r}): expected a non-empty string")
+
+
+def _cidr(instance: Hyperstack, attribute: attrs.Attribute[str], value: object) -> None:
+    try:
+        ipaddress.ip_network(str(value), strict=False)
+    except ValueError:
+        raise ConfigurationError(
+            f'Hyperstack(ssh_from={value!r}): expected an address range such as "203.0.113.7/32"'
+        ) from None
+
+
+def _url(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ConfigurationError(f"Hyperstack(api_url={value!r}): expected an http(s) URL")
+    return value.rstrip("/")
+
+
+@attrs.frozen(kw_only=True)
+class Hyperstack(ProviderConfig):
+    """Run a pool on Hyperstack GPU VMs, one VM per node, reached over SSH.
+
+    `api_key` defaults to `HYPERSTACK_API_KEY`. `region` limits where VMs go (else `Spec.region`,
+    else the cheapest region with stock); `environment` names the Hyperstack environment VMs and
+    the pool's keypair are made in (default `skyward-<region>`, made when missing and kept: it
+    costs nothing). `image` is the OS image every VM boots; `ssh_from` is the address range the
+    VM's firewall lets reach `ssh_port` (every address by default: sshd takes only the pool's key
+    and answers only with its pinned host key). `ssh_user` is the image's login ("ubuntu").
+    `python` names an interpreter already on the image instead of installing one; `api_url`
+    points at another endpoint (tests, proxies). Hyperstack sells no spot VMs.
+    """
+
+    api_key: str | None = attrs.field(default=None, repr=False, validator=_api_key)
+    region: str | None = attrs.field(default=None, converter=_region)
+    environment: str | None = attrs.field(default=None, validator=_text)
+    image: str = attrs.field(default=DEFAULT_IMAGE, validator=_text)
+    ssh_from: str = attrs.field(default="0.0.0.0/0", validator=_cidr)
+    ssh_user: str = "ubuntu"
+    ssh_port: int = 22
+    python: str | None = None
+    api_url: str | None = attrs.field(default=None, converter=_url)
+
+    @property
+    def name(self) -> str:
+        return "hyperstack"
+
+    @property
+    def url(self) -> str:
+        from skyward_hyperstack.account import API_URL
+
+        return self.api_url or API_URL
+
+    def environment_in(self, region: str) -> str:
+        """The environment VMs in `region` go in."""
+        return self.environment or f"skyward-{region.lower()}"
+
+    def create(self, options: Options | None = None) -> HyperstackProvider:
+        """The provider for one pool; resolves the API key now, so a missing one fails first.
+        Imported here, when a pool starts: it loads aiohttp and asyncssh."""
+        from skyward_hyperstack.provider import HyperstackProvider
+
+        return HyperstackProvider(self, options)
+
+    def hourly_price(self, spec: Spec) -> float | None:
+        """The first offer's price per node per hour, for `Options(selection="cheapest")`; None
+        when it cannot be told (no key, no matching flavor, the API down)."""
+        from skyward_hyperstack.pricing import estimate_hourly_price
+
+        return estimate_hourly_price(self, spec)
+
+    def offer_source(self) -> HyperstackOffers:
+        """This account's flavors and prices in Skyward's catalog (`sky offers`)."""
+        from skyward_hyperstack.offers import HyperstackOffers
+
+        return HyperstackOffers(api_key=self.api_key, api_url=self.api_url)
+
+    def missing_credentials(self) -> MissingCredential | None:
+        """None when the API key is given here or set in `$HYPERSTACK_API_KEY`; reads the
+        environment only."""
+        from skyward.providers.credentials import MissingCredential, locate_secret
+        from skyward_hyperstack.account import API_KEY_VARIABLE
+
+        if self.api_key or locate_secret(API_KEY_VARIABLE).found:
+            return None
+        return MissingCredential(
+            provider="Hyperstack", credential=API_KEY_VARIABLE,
+            fix="set it or pass Hyperstack(api_key=...)", looked=f"${API_KEY_VARIABLE}",
+        )
+
+    @classmethod
+    def credentials(cls, check: bool = False) -> CredentialStatus:
+        """For `sky providers`: whether `$HYPERSTACK_API_KEY` is set; with `check`, whether
+        Hyperstack accepts it (one listing of the account's VMs, `sweep.verify`)."""
+        from skyward_hyperstack.account import locate_api_key
+
+        status = locate_api_key()
+        if not check:
+            return status
+        from skyward_hyperstack.sweep import verify
+
+        return verify(status)

@@ -1,0 +1,97 @@
+"""Skyward's VMs on Hyperstack found and deleted without a pool: its answer to `sky ls` / `sky down`.
+
+A VM is Skyward's when its name is `skyward-<pool>-<node>` (`machine.vm_name`); nothing else is
+listed or deleted, and `end` reads each VM back by id before deleting it. A pool also leaves its
+login keypair (`skyward-<pool>`, one per region it used): once a pool has no VM left, `end`
+deletes those too. The key is `$HYPERSTACK_API_KEY`; `$HYPERSTACK_API_URL` points the command at
+another endpoint. Hyperstack has no lease: its VMs never count as expired.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from typing import Any
+
+import attrs
+
+from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.sweep import Ended, Machine, parse_time
+from skyward_hyperstack.account import API_URL, URL_VARIABLE, locate_api_key
+from skyward_hyperstack.machine import NAME_PREFIX
+
+
+def _region(row: Row) -> str:
+    environment = row.get("environment")
+    return str(environment.get("region") or "?") if isinstance(environment, dict) else "?"
+
+
+@attrs.define
+class HyperstackSweeper(NamedSweeper):
+    name: str = "Hyperstack"
+    prefix = NAME_PREFIX
+    name_field = "name"
+
+    def credentials(self) -> CredentialStatus:
+        return locate_api_key()
+
+    def client(self) -> Any:
+        from skyward_hyperstack.account import resolve_api_key
+        from skyward_hyperstack.api import HyperstackAPI
+
+        return HyperstackAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
+
+    async def rows(self, api: Any) -> list[Row]:
+        return list(await api.vms())
+
+    async def row(self, api: Any, machine_id: str) -> Row | None:
+        return await api.vm(machine_id)
+
+    async def delete(self, api: Any, machine_id: str) -> object:
+        return await api.delete_vm(machine_id)
+
+    def gone(self, row: Row | None) -> bool:
+        from skyward_hyperstack.api import gone
+
+        return gone(row)
+
+    def in_region(self, row: Row, region: str) -> bool:
+        return _region(row) == region.upper()
+
+    def machine(self, row: Row, pool: str, node: int) -> Machine:
+        flavor = row.get("flavor") if isinstance(row.get("flavor"), dict) else {}
+        return Machine(
+            provider=self.name, pool=pool, node=node, id=str(row.get("id")),
+            instance_type=str(flavor.get("name") or "?"), region=_region(row),
+            state=str(row.get("status") or "?"), launched_at=parse_time(row.get("created_at")),
+            hourly_price=None,
+        )
+
+    async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
+        """The login keypairs of `pools` that have no VM left."""
+        busy = {found[0] for row in await api.vms() if not self.gone(row) and (found := self.pool_of(row))}
+        items: list[Ended] = []
+        wanted = {f"{NAME_PREFIX}{pool}": pool for pool in set(pools) - busy}
+        for keypair in await api.keypairs():
+            pool = wanted.get(str(keypair.get("name")))
+            if pool is None:
+                continue
+            try:
+                await api.delete_keypair(str(keypair["id"]))
+            except Exception as exc:  # noqa: BLE001 - reported beside the others
+                items.append(Ended(self.name, pool, "keypair", str(keypair["id"]), str(exc)))
+            else:
+                items.append(Ended(self.name, pool, "keypair", str(keypair["id"])))
+        return items
+
+
+def verify(status: CredentialStatus) -> CredentialStatus:
+    """`sky providers --check`: one cheap authenticated call, the account's VMs listed (nothing is
+    created)."""
+
+    async def listed(api: Any) -> int:
+        return len(await api.vms())
+
+    listing = "the API key lists the account's VMs"
+    return verified(status, lambda: HyperstackSweeper().run(listed), listing, thread="hyperstack-check")
