@@ -334,6 +334,17 @@ def test_cloud_init_user_data_installs_our_host_key_and_authorises_the_login_key
     assert config["ssh_deletekeys"] is True
 
 
+def test_cloud_init_user_data_runs_the_given_commands_as_the_login_user_before_the_guardian() -> None:
+    from skyward.guardian.boot import BootGuardian
+
+    access = MachineAccess.create("ssh-ed25519 AAAAlogin pool")
+    guardian = BootGuardian("pool-1", 0, 60.0, 120.0, "true")
+    config = yaml.safe_load(access.cloud_config(guardian, user="ubuntu", commands=["echo kept"]))
+    first, second = config["runcmd"]
+    assert first == ["su", "-", "ubuntu", "-c", "echo kept"]
+    assert second[:4] == ["su", "-", "ubuntu", "-c"] and "python3" in second[4]
+
+
 def test_a_containers_start_script_installs_our_host_key_as_the_only_one(tmp_path: Path) -> None:
     access = MachineAccess.create("ssh-ed25519 AAAAlogin pool")
     ssh_dir, home = tmp_path / "etc-ssh", tmp_path / "root"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import asyncssh
@@ -58,13 +59,17 @@ class MachineAccess:
         """The private host key in one line, for an environment variable."""
         return base64.b64encode(self.host_key.encode()).decode()
 
-    def cloud_config(self, guardian: BootGuardian | None = None, user: str | None = None) -> str:
+    def cloud_config(
+        self, guardian: BootGuardian | None = None, user: str | None = None, commands: Sequence[str] = ()
+    ) -> str:
         """cloud-init user data that installs the host key and authorises the login key.
 
         `ssh_keys` replaces the image's generated host keys with ours (`ssh_deletekeys`), so the
         machine can only answer with the key the pool pins. With `guardian`, `runcmd` also starts
         the node's guardian at boot (`skyward.guardian.boot`), as `user` (the login the pool
         will use, so that its first login finds and adopts it; None: root), its source inlined.
+        `commands` are shell lines `runcmd` runs before it, as `user` too (a cloud whose machine
+        ends itself through its API keeps the key for it there).
         """
         indented = "\n".join(f"    {line}" for line in self.host_key.strip().splitlines())
         lines = [
@@ -78,10 +83,14 @@ class MachineAccess:
             "ssh_authorized_keys:",
             f"  - {self.login_key}",
         ]
+        run = [*commands]
         if guardian is not None:
-            line = guardian.command(home='"${HOME:-/root}"', inline=True)
+            run.append(guardian.command(home='"${HOME:-/root}"', inline=True))
+        if run:
+            lines.append("runcmd:")
+        for line in run:
             argv = ["su", "-", user, "-c", line] if user else ["sh", "-c", line]
-            lines += ["runcmd:", f"  - {json.dumps(argv)}"]
+            lines.append(f"  - {json.dumps(argv)}")
         return "\n".join(lines) + "\n"
 
     def container_script(

@@ -1,0 +1,141 @@
+"""A pool on Lambda Cloud, end to end against the fake API: VMs launched, used over SSH, terminated.
+
+Every VM here is a real sshd the fake started with the host key from the VM's cloud-init user data
+and the login key the pool registered, so these tests cross the same boundary a real VM does: the
+key, the launch request, the user data, the pinned host key, the bootstrap and the workers, and the
+termination confirmed before the pool reports its end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cloud_workloads import assert_every_node_answers, square
+from fake_lambda import FakeLambda, user_data_of
+from lambda_support import API_KEY, GUARDIAN_KEY, lambda_cloud, lambda_pool
+
+import skyward as sky
+from skyward.errors import CapacityError, NoOffersError, ProvisionError
+
+
+def test_a_two_node_pool_runs_tasks_on_its_vms_and_terminates_them_on_exit(lambda_api: FakeLambda) -> None:
+    with lambda_pool(lambda_api, nodes=2) as pool:
+        assert len(lambda_api.instances) == 2
+        assert_every_node_answers(pool, 2, "lambda")
+        launched = set(lambda_api.instances)
+    names = sorted(body["name"] for body in lambda_api.launches)
+    assert names == [f"skyward-{pool.id}-0", f"skyward-{pool.id}-1"]
+    assert {body["instance_type_name"] for body in lambda_api.launches} == {"gpu_1x_h100_pcie"}  # the cheapest
+    assert sorted(lambda_api.terminated) == sorted(launched)
+
+
+def test_a_capacity_refusal_falls_over_to_the_next_offer(lambda_api: FakeLambda) -> None:
+    lambda_api.no_capacity = {"gpu_1x_h100_pcie"}  # listed with capacity, refused at launch
+    with lambda_pool(lambda_api) as pool:
+        assert square(4) >> pool == 16
+    refused, taken = lambda_api.launches[0], lambda_api.launches[-1]
+    assert refused["instance_type_name"] == "gpu_1x_h100_pcie"
+    assert taken["instance_type_name"] == "gpu_1x_h100_sxm5"
+
+
+def test_the_region_limits_where_vms_go(lambda_api: FakeLambda) -> None:
+    provider = lambda_cloud(lambda_api, region="europe-central-1")
+    with lambda_pool(lambda_api, provider=provider) as pool:
+        assert square(2) >> pool == 4
+    assert [(b["region_name"], b["instance_type_name"]) for b in lambda_api.launches] == [
+        ("europe-central-1", "gpu_1x_h100_sxm5")
+    ]
+
+
+def test_no_capacity_anywhere_fails_with_a_capacity_error_within_the_provision_timeout(
+    lambda_api: FakeLambda,
+) -> None:
+    lambda_api.no_capacity = {"us-east-1", "us-west-1", "europe-central-1"}
+    options = sky.Options(provision_timeout=2, provision_retry_delay=0.2)
+    with pytest.raises(CapacityError, match="no capacity"), lambda_pool(lambda_api, options=options):
+        pass
+    assert len(lambda_api.launches) >= 6, "every offer is tried, and tried again"
+
+
+def test_launches_limited_by_lambdas_rate_are_waited_out(lambda_api: FakeLambda) -> None:
+    lambda_api.launch_interval = 1.5
+    with lambda_pool(lambda_api, nodes=2) as pool:
+        assert_every_node_answers(pool, 2, "lambda")
+    assert lambda_api.rate_limited >= 1 and len(lambda_api.terminated) == 2
+
+
+def test_spot_is_refused_naming_on_demand_before_anything_is_launched(lambda_api: FakeLambda) -> None:
+    with pytest.raises(sky.ConfigurationError, match='sells no spot.*allocation="on-demand"'), lambda_pool(
+        lambda_api, allocation="spot"
+    ):
+        pass
+    assert lambda_api.launches == []
+
+
+def test_a_failed_terminate_call_is_retried_and_the_termination_confirmed(lambda_api: FakeLambda) -> None:
+    lambda_api.terminate_errors = 1
+    with lambda_pool(lambda_api) as pool:
+        assert square(5) >> pool == 25
+        (launched,) = lambda_api.instances
+    assert lambda_api.terminated == [launched]
+    assert lambda_api.terminate_errors == 0
+
+
+def test_a_refused_key_fails_naming_the_variable_before_anything_is_launched(lambda_api: FakeLambda) -> None:
+    provider = lambda_cloud(lambda_api, api_key="secret_NOT_THE_ACCOUNTS")
+    with pytest.raises(ProvisionError, match="LAMBDA_API_KEY") as caught, lambda_pool(
+        lambda_api, provider=provider
+    ):
+        pass
+    assert "secret_NOT_THE_ACCOUNTS" not in str(caught.value)
+    assert lambda_api.launches == []
+
+
+def test_a_missing_key_fails_naming_the_variable_before_any_request(lambda_api: FakeLambda) -> None:
+    compute = sky.Compute(provider=sky.LambdaCloud(api_url=lambda_api.url), console=False, logging=False)
+    with pytest.raises(sky.ConfigurationError, match="LAMBDA_API_KEY"), compute:
+        pass
+    assert lambda_api.keys_used == [], "no call was even tried"
+
+
+def test_an_unknown_accelerator_fails_naming_the_cards_lambda_has(lambda_api: FakeLambda) -> None:
+    with pytest.raises(NoOffersError, match=r"no instance type with 1x B200.*it has: .*H100"), lambda_pool(
+        lambda_api, accelerator="B200"
+    ):
+        pass
+    assert lambda_api.launches == []
+
+
+def test_the_vms_keep_the_guardians_own_key_and_never_the_pools(lambda_api: FakeLambda) -> None:
+    lambda_api.other_keys = {GUARDIAN_KEY}
+    with lambda_pool(lambda_api, provider=lambda_cloud(lambda_api, guardian_api_key=GUARDIAN_KEY)) as pool:
+        assert square(6) >> pool == 36
+    (body,) = lambda_api.launches
+    assert GUARDIAN_KEY in body["user_data"] and API_KEY not in body["user_data"]
+    config = user_data_of(body["user_data"])
+    assert config["ssh_deletekeys"] is True and "ed25519_private" in config["ssh_keys"]
+
+
+def test_the_keys_appear_in_no_log_line_or_event(lambda_api: FakeLambda, tmp_path: Path) -> None:
+    log_file = tmp_path / "skyward.log"
+    events: list[Any] = []
+    logging_config = sky.LogConfig(level="DEBUG", file=str(log_file), console=False)
+    lambda_api.other_keys = {GUARDIAN_KEY}
+    provider = lambda_cloud(lambda_api, guardian_api_key=GUARDIAN_KEY)
+    with lambda_pool(lambda_api, provider=provider, logging=logging_config, on_event=events.append) as pool:
+        assert square(2) >> pool == 4
+    text = log_file.read_text()
+    assert "skyward.lambda_instance_launched" in text
+    assert API_KEY not in text and GUARDIAN_KEY not in text
+    assert events and not any(API_KEY in repr(e) or GUARDIAN_KEY in repr(e) for e in events)
+
+
+def test_a_vm_answering_with_another_host_key_is_never_handed_over(lambda_api: FakeLambda) -> None:
+    import asyncssh
+
+    lambda_api.impostor_key = asyncssh.generate_private_key("ssh-ed25519").export_private_key().decode()
+    with pytest.raises(sky.HostKeyError), lambda_pool(lambda_api, options=sky.Options(ssh_timeout=5)):
+        pass
+    assert len(lambda_api.terminated) == 1
