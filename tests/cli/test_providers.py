@@ -58,6 +58,12 @@ def test_a_novita_key_in_the_environment_is_found(sky: Sky) -> None:
     assert credentials == {"found": True, "where": "$NOVITA_API_KEY", "verified": None, "detail": ""}
 
 
+def test_a_lambda_key_in_the_environment_is_found_and_lambda_names_its_distribution(sky: Sky) -> None:
+    row = by_type(sky.json("providers", LAMBDA_API_KEY="secret_lambda-test-key"))["lambdacloud"]
+    assert row["distribution"] == "skyward-lambda"
+    assert row["credentials"] == {"found": True, "where": "$LAMBDA_API_KEY", "verified": None, "detail": ""}
+
+
 def test_aws_credentials_come_from_the_standard_variables(sky: Sky) -> None:
     keys = {"AWS_ACCESS_KEY_ID": "AKIATESTINGSKYWARD01", "AWS_SECRET_ACCESS_KEY": "secret"}
     assert by_type(sky.json("providers", **keys))["aws"]["credentials"]["found"] is True

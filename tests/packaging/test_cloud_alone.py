@@ -29,7 +29,11 @@ except sky.ConfigurationError as error:
 
 @pytest.mark.parametrize(
     ("folder", "public", "says"),
-    [("skyward-verda", "Verda", "VERDA_CLIENT_SECRET"), ("skyward-novita", "Novita", "NOVITA_API_KEY")],
+    [
+        ("skyward-verda", "Verda", "VERDA_CLIENT_SECRET"),
+        ("skyward-novita", "Novita", "NOVITA_API_KEY"),
+        ("skyward-lambda", "LambdaCloud", "LAMBDA_API_KEY"),
+    ],
 )
 def test_core_and_one_cloud_install_alone_and_the_cloud_resolves(
     folder: str, public: str, says: str, tmp_path: Path, venv_seeing_this_python: Callable[[Path], Path]
@@ -48,5 +52,5 @@ def test_core_and_one_cloud_install_alone_and_the_cloud_resolves(
     out = subprocess.run([str(python), "-c", CODE.format(public=public)], check=True, capture_output=True,
                          text=True, cwd=tmp_path, env=env).stdout
     module, message = out.split("|", 1)
-    assert module.strip() == f"skyward_{public.lower()}.config"
+    assert module.strip() == f"{folder.replace('-', '_')}.config"
     assert says in message

@@ -38,6 +38,7 @@ PACKAGES = {
     "skyward_verda": ROOT / "skyward-verda" / "src" / "skyward_verda",
     "skyward_novita": ROOT / "skyward-novita" / "src" / "skyward_novita",
     "skyward_slurm": ROOT / "skyward-slurm" / "src" / "skyward_slurm",
+    "skyward_lambda": ROOT / "skyward-lambda" / "src" / "skyward_lambda",
     "skyward_torch": ROOT / "skyward-torch" / "src" / "skyward_torch",
     "skyward_jax": ROOT / "skyward-jax" / "src" / "skyward_jax",
 }

@@ -29,6 +29,7 @@ CODE_DISTRIBUTIONS = {
     "skyward-verda": "skyward_verda",
     "skyward-novita": "skyward_novita",
     "skyward-slurm": "skyward_slurm",
+    "skyward-lambda": "skyward_lambda",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
@@ -36,7 +37,7 @@ META_FOLDER = "skyward-meta"
 FOLDERS = [*CODE_DISTRIBUTIONS, META_FOLDER]
 EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
           "verda": "skyward-verda", "novita": "skyward-novita", "slurm": "skyward-slurm",
-          "torch": "skyward-torch", "jax": "skyward-jax"}
+          "lambda": "skyward-lambda", "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 
 

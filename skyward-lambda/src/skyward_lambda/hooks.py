@@ -1,6 +1,6 @@
 """Hook implementations that skyward-core discovers through the `skyward` entry point.
 
-`sky.LambdaCloud` and `provider="lambda"` resolve through `skyward_providers`; `sky ls` /
+`sky.LambdaCloud` and `provider="lambdacloud"` resolve through `skyward_providers`; `sky ls` /
 `sky down` find the pools' VMs through `skyward_sweepers`; `sky offers` lists the instance types
 through `skyward_offer_sources`. Each imports lazily: discovery stays light.
 """

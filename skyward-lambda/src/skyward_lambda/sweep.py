@@ -27,7 +27,7 @@ URL_VARIABLE = "LAMBDA_API_URL"
 
 @attrs.define
 class LambdaSweeper(NamedSweeper):
-    name: str = "Lambda Cloud"
+    name: str = "Lambda"
     prefix = NAME_PREFIX
 
     def credentials(self) -> CredentialStatus:
