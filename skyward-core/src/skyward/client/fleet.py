@@ -1,9 +1,11 @@
 """The fleet: a pool's machines and the workers on them (loop thread).
 
 It owns the provider, the cluster, the instances by node index and, through the scheduler's
-methods, the worker handles. Every way a worker leaves the pool (its process ended, it was stuck
-and is restarted, a resize let its node go, its node did not start) goes through `_remove`, which
-says why; every way a node leaves for good goes through `_let_go`.
+methods, the worker handles. Here: which spec starts, the machines asked for and given back, the
+pool's size, and its stop. A worker's start on its machine is `client/fleet_workers.py`'s; every
+way a worker leaves the pool (its process ended, it was stuck and is restarted, a resize let its
+node go, its node did not start) goes through `_remove`, which says why, and every way a node
+leaves for good through `_let_go` (`client/fleet_losses.py`).
 
 While the pool runs, it renews the provider's lease on its machines (`Provider.renew_lease`, every
 ~`Spec.ttl`/3), so a long job is never taken for an abandoned one. At the end, releasing the
@@ -18,22 +20,20 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import structlog
 
-from skyward.client import fleet_plan, release, telemetry
+from skyward.client import fleet_plan, release
 from skyward.client.announce import Announcer
 from skyward.client.cancelling import cancel_and_wait
+from skyward.client.fleet_losses import FleetLosses
+from skyward.client.fleet_workers import FleetWorkers
 from skyward.client.hooks import PoolHooks
-from skyward.client.node import NodeHandle
 from skyward.client.preemption import NodeGuards
 from skyward.client.release import MachineRelease
 from skyward.client.spend import Spend
 from skyward.collections.store import CollectionStore
-from skyward.errors import ConfigurationError, NodeLostError, PoolClosedError
-from skyward.extension.plugin import LaunchCommand
+from skyward.errors import ConfigurationError, PoolClosedError
 from skyward.image import image_secrets
-from skyward.messages import Hello
 from skyward.observe.bus import EventBus
 from skyward.observe.events import (
     ClusterDestroyed,
@@ -41,27 +41,17 @@ from skyward.observe.events import (
     ClusterReady,
     ClusterRequested,
     ErrorReported,
-    InstanceBootstrapped,
     InstanceProvisioned,
-    InstanceReplaced,
-    NodeLost,
-    NodeReady,
     PoolResized,
     SpecSkipped,
-    TaskRetried,
 )
 from skyward.observe.logging import register_secret
-from skyward.providers.base import NodeSetup
-from skyward.task.instance import InstanceInfo
-from skyward.tracebacks import include_sources
 
 if TYPE_CHECKING:
     from skyward.client.scheduler import Scheduler
-    from skyward.client.tasks import TaskState
 
-HANDSHAKE_TIMEOUT = 60.0
 
-class Fleet:
+class Fleet(FleetWorkers, FleetLosses):
     def __init__(
         self, name: str, specs: tuple[Any, ...], options: Any, bus: EventBus, scheduler: Scheduler,
         *, pool_id: str | None = None,
@@ -262,197 +252,6 @@ class Fleet:
         for instance in instances:
             self.instances[instance.node] = instance
         return instances
-
-    async def _start_workers(self, instance: Any, total: int) -> None:
-        """Every worker process of one node (one, unless a plugin such as mig asks for more)."""
-        index, per = instance.node, self.workers_per_node
-        await asyncio.gather(*(self._start_node(index, instance, total, worker=w) for w in range(per)))
-
-    async def _start_node(self, index: int, instance: Any, total: int, worker: int = 0) -> NodeHandle:
-        setup = NodeSetup(
-            image=self.image, ops=self.bootstrap_ops, launch=self._launch_command(index, total),
-            emit=self.announce.emit, bootstrap_timeout=self._bootstrap_timeout(), secrets=self._secrets,
-            worker=worker, end_command=self.hooks.end_machine_command(self.provider, self.cluster, instance),
-            wheels=self._wheels,
-        )
-        channel = await self.provider.connect(self.cluster, instance, setup)
-        self.announce.launched(self.provider, instance, worker)
-        info = self._place(index, total, worker)
-        key = index * self.workers_per_node + worker
-        buffer = self.worker.buffer
-        node = NodeHandle(
-            index, instance, info, channel, self.worker.concurrency,
-            self.bus.emit, self.on_node_lost, self._scheduler.pump_soon, key=key,
-            listens=self.bus.listens, pool=self.name, tally=self.bus.tally,
-            fixed_window=None if buffer is None else self.worker.concurrency + buffer,
-        )
-        node.on_start = self._scheduler.started  # a task that waited there: its time limit starts
-        hello = Hello(
-            info=info, concurrency=self.worker.concurrency, executor=self.worker.resolved_executor,
-            reuse_processes=self.worker.reuse_processes, env=dict(self.image.env),
-            sys_path=(), plugins=self.worker_plugins,
-            # A guarded node's guardian holds the lease; the worker's own watchdog only for the rest.
-            ttl=0.0 if self.provider.guards_nodes else float(self.spec.ttl),
-            shutdown_command=None if self.provider.guards_nodes else self.provider.shutdown_command,
-            include_sources=include_sources(self.image.includes),
-            metrics=telemetry.plan(self.image.metrics, self.bus.listens),
-        )
-        self.collections.serve(node)
-        try:
-            await node.handshake(hello, HANDSHAKE_TIMEOUT)
-        except BaseException:
-            node.kill()
-            await channel.close(timeout=1)
-            raise
-        self.announce.running(self.provider, instance, worker)
-        self._scheduler.add(node)
-        node.start_pings(min(self.spec.ttl / 3, 30.0) if self.spec.ttl > 0 else 0)
-        if worker == 0:
-            self.bus.emit(InstanceBootstrapped(node=index, instance=info, pool=self.name))
-            self.bus.emit(NodeReady(node=index, instance=info, pool=self.name))
-        self._scheduler.pump()
-        return node
-
-    def _bootstrap_timeout(self) -> float:
-        """`Options.bootstrap_timeout` when set, else the image's own."""
-        option = self.options.bootstrap_timeout
-        return float(option if option is not None else self.image.bootstrap_timeout)
-
-    def _launch_command(self, index: int, total: int) -> LaunchCommand:
-        """The worker's start command, folded through every plugin's launcher in plugin order."""
-        instance, head = self.instances[index], self.instances.get(0, self.instances[index])
-        return self.hooks.worker_launch(
-            self.provider, self.cluster, index=index, total=total, instance=instance, head=head,
-            worker=self.worker,
-        )
-
-    def _place(self, index: int, total: int, worker: int) -> InstanceInfo:
-        """What worker `worker` of node `index` learns about its place in a pool of `total` nodes."""
-        info = fleet_plan.instance_info(self.spec, self.cluster, self.instances, index, total, self.pool_id)
-        return attrs.evolve(info, worker=worker, workers_per_node=self.workers_per_node)
-
-    # -- losing and removing workers ---------------------------------------------------------------------
-
-    def on_node_lost(self, node: NodeHandle, exc: BaseException | None, restart: str = "") -> None:
-        """`node`'s worker is gone: it ended (`exc` says how), or the pool stopped it to start it
-        again (`restart` says why, in words for the user: see `NodeLost.restart`)."""
-        if self.closing:
-            return
-        reason = restart or (repr(exc) if exc else "worker exited")
-        self._remove(node, reason, lost=True, restart=bool(restart))
-        replacement = asyncio.get_running_loop().create_task(self._replace(node))
-        self._replacements.add(replacement)  # teardown cancels and awaits what is still starting
-        replacement.add_done_callback(self._replacements.discard)
-
-    def restart(self, node: NodeHandle, why: str) -> None:
-        """End `node`'s worker process and start it again (a stuck task: see client/deadlines.py)."""
-        node.kill()
-        self.on_node_lost(node, None, restart=why)
-
-    def _remove(self, node: NodeHandle, reason: str, *, lost: bool, restart: bool = False) -> None:
-        """Take the worker `node` out of the pool: the one routine every path that removes one uses.
-
-        The scheduler places nothing more on it, and its output so far is flushed. A lost worker
-        (it ended, or the pool stops it to start it again) is announced with `NodeLost`, and its
-        tasks get the retry policy: they may have had effects. A worker the pool lets go (a
-        resize, a node that did not start) had its tasks stopped by the pool, not by a fault:
-        they are queued again as they were.
-        """
-        self._scheduler.remove(node)
-        tasks = node.leave()
-        self.collections.node_removed(node, reason)  # its locks released, its barriers broken
-        if lost:
-            self.bus.emit(NodeLost(node=node.index, reason=reason, restart=restart, pool=self.name))
-        else:
-            self._log.info("skyward.worker_removed", pool=self.name, node=node.index, reason=reason)
-        for task in tasks:
-            if lost:
-                self.retry_or_fail(task, node.index)
-            else:
-                task.worker = None
-                self._scheduler.requeue(task)
-
-    def retry_or_fail(self, task: TaskState, index: int) -> None:
-        """A task of node `index`, lost: queued again while it may be replayed and has retries left."""
-        if task.retryable and task.attempts < self.options.retry_on_interruption:
-            task.attempts += 1
-            task.worker = None
-            self.bus.emit(TaskRetried(task_id=task.id, name=task.name, node=index, attempt=task.attempts,
-                                      reason="node lost", pool=self.name))
-            self._scheduler.requeue(task)
-        else:
-            why = (
-                "it streams data, so it cannot be replayed" if not task.retryable
-                else f"after {task.attempts} retries"
-            )
-            task.fail(NodeLostError(
-                f"Node {index} was lost while running {task.name}() (task {task.id}); not retried: {why}. "
-                "Raise sky.Options(retry_on_interruption=...) to allow more retries."
-            ))
-
-    async def _replace(self, old: NodeHandle) -> None:
-        index, key = old.index, old.key
-        if key in self.replacing:
-            return
-        self.replacing.add(key)
-        try:
-            await old.close(timeout=1)
-            if await self.guards.lost_machine(index):  # taken back by its cloud: a new machine
-                return
-            instance = self.instances[index]
-            await self._start_node(index, instance, len(self.instances), worker=old.info.worker)
-            replaced = InstanceReplaced(node=index, old_id=instance.id, new_id=instance.id, pool=self.name)
-            self.bus.emit(replaced)
-        except Exception as exc:  # noqa: BLE001 - report, and fail what waited for this node
-            self._lost_reason = f"node {index} could not be replaced: {exc}"
-            self.bus.emit(ErrorReported(message=self._lost_reason, fatal=False, node=index, pool=self.name))
-            why = f"was lost and could not be replaced: {exc}"
-            if self._scheduler.workers_of(index):
-                self._fail_pinned({key}, index, why)  # its other workers still serve
-            else:  # the node is gone for good: later broadcasts and targets must not wait for it
-                await self._give_back([await self._let_go(index, why, keys={key})])
-        finally:
-            self.replacing.discard(key)
-            self.fail_if_no_node_left()  # nothing to do while a node is left
-            self._scheduler.pump()
-
-    async def _let_go(
-        self, index: int, why: str, keys: Collection[int] = (), close_timeout: float = 1
-    ) -> Any:
-        """Node `index` leaves the pool for good: its workers removed and closed, and the queued
-        tasks pinned to them (or to `keys`) failed, saying `why`. Returns its machine, for the
-        caller to terminate."""
-        instance = self.instances.pop(index, None)
-        gone = set(keys)
-        for node in self._scheduler.workers_of(index):
-            self._remove(node, why, lost=False)
-            gone.add(node.key)
-            await node.close(close_timeout)
-        self._fail_pinned(gone, index, why)
-        return instance
-
-    def _fail_pinned(self, keys: Collection[int], index: int, why: str) -> None:
-        """Fail the queued tasks pinned to the workers `keys`, which left the pool: no other worker
-        may run them (a broadcast's share, `target=`), and waiting would end only in a time-out
-        that names the wrong cause."""
-        for task in self._scheduler.drain():
-            if task.target in keys:
-                pinned = f"{task.name}() (task {task.id}) was pinned to node {index}"
-                task.fail(NodeLostError(f"{pinned}, which {why}"))
-            else:
-                self._scheduler.enqueue(task)
-
-    def fail_if_no_node_left(self) -> None:
-        """Fail every queued task once no node is left and none is being replaced: nothing could
-        ever run them, and a caller would wait for ever."""
-        if self.closing or not self._scheduler.empty or self.replacing or self.instances:
-            return
-        why = self._lost_reason or "every node was lost"
-        for task in self._scheduler.drain():
-            task.fail(NodeLostError(
-                f"{task.name}() cannot run: no node of {self.name} is left ({why}). "
-                "Start a new pool, or add nodes with pool.resize(n)."
-            ))
 
     # -- size --------------------------------------------------------------------------------------------
 
