@@ -10,7 +10,9 @@ once. Importing this module needs tests/ssh on `sys.path` (each provider's conft
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import shlex
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -119,12 +121,14 @@ class FakeCloud:
     # -- machines ----------------------------------------------------------------------------------
 
     def boot_machine(
-        self, machine_id: str, address: str, port: int, host_key: str, login_key: str
+        self, machine_id: str, address: str, port: int, host_key: str, login_key: str,
+        env: dict[str, str] | None = None,
     ) -> SSHServer:
         """Start the machine's sshd (unless `sshd_down`) with the host key it was given and the
-        login key it lets in, and keep it as up and as booted."""
+        login key it lets in (`env` added to its logins' environment), and keep it as up and as
+        booted."""
         server = start_machine(
-            self.folder / machine_id, address, port, host_key, login_key, start=not self.sshd_down
+            self.folder / machine_id, address, port, host_key, login_key, start=not self.sshd_down, env=env
         )
         self.machines[machine_id] = server
         self.booted.append(server)
@@ -150,6 +154,16 @@ class FakeCloud:
                 )
                 if GUARDIAN_MARK in line:
                     self.boot_guardians[machine_id] = result.stdout.strip() + result.stderr.strip()
+
+
+def exported_host_key(script: str) -> str | None:
+    """The private host key a start script exports (`export SKYWARD_SSH_HOST_KEY=<base64>`), as
+    the machine would install it; None when it exports none."""
+    for line in script.splitlines():
+        if line.startswith("export SKYWARD_SSH_HOST_KEY="):
+            (assignment,) = shlex.split(line.removeprefix("export "))
+            return base64.b64decode(assignment.split("=", 1)[1]).decode()
+    return None
 
 
 @contextmanager

@@ -13,7 +13,6 @@ import contextlib
 import datetime
 import ipaddress
 import math
-import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,6 +21,7 @@ import botocore.exceptions
 import structlog
 
 from skyward.errors import ProvisionError
+from skyward.providers.address import client_cidr as client_cidr
 from skyward_aws.clients import LOGGER, Clients, error_code, translate
 
 POOL_TAG = "skyward:pool"
@@ -30,8 +30,6 @@ EXPIRES_TAG = "skyward:expires"
 NODE_TAG = "skyward:node"
 #: States of a machine that still exists (and may still cost money).
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
-#: How long the client's address lookup may take before the group falls back to 0.0.0.0/0.
-IP_LOOKUP_TIMEOUT = 10.0
 
 
 def expiry(when: float) -> str:
@@ -75,19 +73,6 @@ def import_key(clients: Clients, pool: str, public_key: str, tags: Tags) -> tupl
     except botocore.exceptions.ClientError as exc:
         raise translate(exc, f"importing the key pair {name}") from None
     return name, str(answer.get("KeyPairId") or "")
-
-
-def client_cidr(url: str, timeout: float = IP_LOOKUP_TIMEOUT) -> str:
-    """This client's public address as a one-address range (`/32`, or `/128` for IPv6), as the
-    echo service at `url` sees it (AWS's answers with the caller's address and nothing else).
-    Raises `ProvisionError` saying why when it cannot tell."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310 - http(s) only: config
-            text = answer.read(256).decode("ascii", errors="replace").strip()
-        address = ipaddress.ip_address(text)
-    except (OSError, ValueError) as exc:
-        raise ProvisionError(f"could not learn this client's public address from {url}: {exc}") from None
-    return f"{address}/{address.max_prefixlen}"
 
 
 def vpc_of(clients: Clients, subnet_id: str | None) -> str | None:
