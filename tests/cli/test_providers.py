@@ -58,10 +58,28 @@ def test_a_novita_key_in_the_environment_is_found(sky: Sky) -> None:
     assert credentials == {"found": True, "where": "$NOVITA_API_KEY", "verified": None, "detail": ""}
 
 
+def test_a_vultr_key_in_the_environment_is_found_and_vultr_names_its_distribution(sky: Sky) -> None:
+    row = by_type(sky.json("providers", VULTR_API_KEY="vultr-test-key"))["vultr"]
+    assert row["distribution"] == "skyward-vultr"
+    assert row["credentials"] == {"found": True, "where": "$VULTR_API_KEY", "verified": None, "detail": ""}
+
+
 def test_a_lambda_key_in_the_environment_is_found_and_lambda_names_its_distribution(sky: Sky) -> None:
     row = by_type(sky.json("providers", LAMBDA_API_KEY="secret_lambda-test-key"))["lambdacloud"]
     assert row["distribution"] == "skyward-lambda"
     assert row["credentials"] == {"found": True, "where": "$LAMBDA_API_KEY", "verified": None, "detail": ""}
+
+
+def test_gcp_credentials_are_adc_from_the_variable_or_gclouds_file(sky: Sky) -> None:
+    unset = {"GOOGLE_APPLICATION_CREDENTIALS": "", "CLOUDSDK_CONFIG": ""}
+    row = by_type(sky.json("providers", **unset))["gcp"]
+    assert row["distribution"] == "skyward-gcp" and row["credentials"]["found"] is False
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in row["credentials"]["where"]
+    write(sky.root / "user" / ".config" / "gcloud" / "application_default_credentials.json", "{}")
+    assert by_type(sky.json("providers", **unset))["gcp"]["credentials"]["found"] is True
+    write(sky.root / "key.json", "{}")
+    named = {**unset, "GOOGLE_APPLICATION_CREDENTIALS": str(sky.root / "key.json")}
+    assert by_type(sky.json("providers", **named))["gcp"]["credentials"]["where"].startswith("$GOOGLE_APP")
 
 
 def test_aws_credentials_come_from_the_standard_variables(sky: Sky) -> None:

@@ -32,7 +32,9 @@ except sky.ConfigurationError as error:
     [
         ("skyward-verda", "Verda", "VERDA_CLIENT_SECRET"),
         ("skyward-novita", "Novita", "NOVITA_API_KEY"),
+        ("skyward-vultr", "Vultr", "VULTR_API_KEY"),
         ("skyward-lambda", "LambdaCloud", "LAMBDA_API_KEY"),
+        ("skyward-gcp", "GCP", "GOOGLE_APPLICATION_CREDENTIALS"),
     ],
 )
 def test_core_and_one_cloud_install_alone_and_the_cloud_resolves(

@@ -37,8 +37,10 @@ PACKAGES = {
     "skyward_vastai": ROOT / "skyward-vastai" / "src" / "skyward_vastai",
     "skyward_verda": ROOT / "skyward-verda" / "src" / "skyward_verda",
     "skyward_novita": ROOT / "skyward-novita" / "src" / "skyward_novita",
+    "skyward_vultr": ROOT / "skyward-vultr" / "src" / "skyward_vultr",
     "skyward_slurm": ROOT / "skyward-slurm" / "src" / "skyward_slurm",
     "skyward_lambda": ROOT / "skyward-lambda" / "src" / "skyward_lambda",
+    "skyward_gcp": ROOT / "skyward-gcp" / "src" / "skyward_gcp",
     "skyward_torch": ROOT / "skyward-torch" / "src" / "skyward_torch",
     "skyward_jax": ROOT / "skyward-jax" / "src" / "skyward_jax",
 }

@@ -28,16 +28,18 @@ CODE_DISTRIBUTIONS = {
     "skyward-vastai": "skyward_vastai",
     "skyward-verda": "skyward_verda",
     "skyward-novita": "skyward_novita",
+    "skyward-vultr": "skyward_vultr",
     "skyward-slurm": "skyward_slurm",
     "skyward-lambda": "skyward_lambda",
+    "skyward-gcp": "skyward_gcp",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
 META_FOLDER = "skyward-meta"
 FOLDERS = [*CODE_DISTRIBUTIONS, META_FOLDER]
 EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
-          "verda": "skyward-verda", "novita": "skyward-novita", "slurm": "skyward-slurm",
-          "lambda": "skyward-lambda", "torch": "skyward-torch", "jax": "skyward-jax"}
+          "verda": "skyward-verda", "novita": "skyward-novita", "vultr": "skyward-vultr", "slurm": "skyward-slurm",
+          "lambda": "skyward-lambda", "gcp": "skyward-gcp", "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 
 

@@ -30,7 +30,8 @@ CORE_DISTRIBUTION = "skyward-core"
 #: its package installed says which to install rather than that the name does not exist.
 KNOWN_PROVIDER_PACKAGES = {
     "AWS": "skyward-aws", "RunPod": "skyward-runpod", "VastAI": "skyward-vastai", "Verda": "skyward-verda",
-    "Novita": "skyward-novita", "Slurm": "skyward-slurm", "LambdaCloud": "skyward-lambda",
+    "Novita": "skyward-novita", "Slurm": "skyward-slurm", "LambdaCloud": "skyward-lambda", "Vultr": "skyward-vultr",
+    "GCP": "skyward-gcp", "MassedCompute": "skyward-massedcompute",
 }
 KNOWN_PLUGIN_PACKAGES = {"torch": "skyward-torch", "accelerate": "skyward-torch", "jax": "skyward-jax"}
 
