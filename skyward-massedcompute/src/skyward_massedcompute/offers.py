@@ -1,0 +1,75 @@
+"""Massed Compute's offers for `sky offers` and `sky.offers()`, and a spec's price for
+`Options(selection="cheapest")`, both read from its GPU inventory.
+
+An offer is one product ("gpu_1x_l40": its GPUs, vCPUs and memory) at its on-demand price per
+hour; products without capacity right now are listed too (a listing of prices, not of stock),
+with no region: where one is free is read when a pool launches. The key is `$MASSED_API_KEY` (or
+a pool's own, for its config's source); `$MASSED_API_URL` points the source at another endpoint.
+The price estimate runs on a short-lived thread with a loop of its own (the pool asks from
+inside its event loop); a price it cannot know is None, never an error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from skyward.market.offer import Offer
+from skyward.market.source import MARKETPLACE_TTL
+from skyward.providers.calls import known_or_none, run_closing
+from skyward.providers.credentials import CredentialStatus
+from skyward_massedcompute.account import env_url, locate_api_key, resolve_api_key
+from skyward_massedcompute.catalog import PROVIDER, Product, matching, offer_of, plan
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
+    from skyward_massedcompute.api import MassedAPI
+    from skyward_massedcompute.config import MassedCompute
+
+#: How long choosing a spec may wait for the inventory.
+PRICE_TIMEOUT = 15.0
+
+
+@attrs.frozen
+class MassedOffers:
+    """Massed Compute's products and their prices, for one account and endpoint."""
+
+    api_key: str | None = attrs.field(default=None, repr=False)
+    api_url: str | None = None
+    name: str = PROVIDER
+    ttl: float = MARKETPLACE_TTL
+
+    @property
+    def key(self) -> str:
+        return self.api_url or env_url()
+
+    def credentials(self) -> CredentialStatus:
+        if self.api_key:
+            return CredentialStatus(found=True, where="MassedCompute(api_key=...)")
+        return locate_api_key()
+
+    def fetch(self) -> list[Offer]:
+        from skyward_massedcompute.api import MassedAPI
+
+        api_key = resolve_api_key(self.api_key)
+        inventory = run_closing(lambda: MassedAPI(api_key, self.key), MassedAPI.inventory)
+        return [offer_of(Product.from_api(name, row)) for name, row in inventory.items()]
+
+
+def estimate_hourly_price(config: MassedCompute, spec: Spec) -> float | None:
+    from skyward_massedcompute.api import LOGGER, MassedAPI
+
+    async def first(api: MassedAPI) -> float | None:
+        products = matching(spec, [Product.from_api(n, r) for n, r in (await api.inventory()).items()])
+        found = plan(spec, products, config.regions or ((spec.region,) if spec.region else ()))
+        return found[0].price if found else None
+
+    return known_or_none(
+        lambda: MassedAPI(resolve_api_key(config.api_key), config.url),
+        first,
+        timeout=PRICE_TIMEOUT,
+        thread="massedcompute-price",
+        logger=LOGGER,
+        event="skyward.massedcompute_price_unknown",
+    )
