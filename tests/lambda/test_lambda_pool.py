@@ -27,7 +27,7 @@ def test_a_two_node_pool_runs_tasks_on_its_vms_and_terminates_them_on_exit(lambd
         launched = set(lambda_api.instances)
     names = sorted(body["name"] for body in lambda_api.launches)
     assert names == [f"skyward-{pool.id}-0", f"skyward-{pool.id}-1"]
-    assert {body["instance_type_name"] for body in lambda_api.launches} == {"gpu_1x_h100_pcie"}  # the cheapest
+    assert {b["instance_type_name"] for b in lambda_api.launches} == {"gpu_1x_h100_pcie"}  # the cheapest
     assert sorted(lambda_api.terminated) == sorted(launched)
 
 

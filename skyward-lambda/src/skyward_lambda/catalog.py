@@ -124,7 +124,7 @@ def _no_type(spec: Spec, types: list[InstanceType]) -> NoOffersError:
     """No instance type fits: `NoOffersError` (a `ProvisionError`), naming the closest types."""
     acc = spec.accelerator
     memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
-    wanted = "a CPU instance" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
+    wanted = "no GPU" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
     names = sorted({f"{t.gpus}x {t.card} ({t.gpu_memory_gb or 0:g} GB)" for t in types if t.card})
     close = difflib.get_close_matches(acc.name if acc else "CPU", names, n=4, cutoff=0.2)
     return NoOffersError(
