@@ -184,17 +184,10 @@ def _kind(command: str) -> str:
     return next((kind for part, kind in _KINDS.items() if part in command), command[:60])
 
 
-def test_a_warm_start_sends_the_worker_with_the_bootstrap_and_nothing_else_waits(
-    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # What a start requests on each node's connection, in order, until the pool is up. On a warm
-    # host the bootstrap's script starts the guardian and finds its environment itself: no
-    # request of their own. The worker's start goes before the bootstrap's, not after its answer
-    # (it waits on the node for the script's end), and the lease's renewal opens meanwhile.
+def _recording_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kind of every exec request any connection sends from now on, in order."""
     import asyncssh
 
-    with ssh_pool(ssh_hosts, servers=[0]):  # the host's environment is built: warm from here
-        pass
     requested: list[str] = []
     create_session = asyncssh.SSHClientConnection.create_session
 
@@ -203,9 +196,67 @@ def test_a_warm_start_sends_the_worker_with_the_bootstrap_and_nothing_else_waits
         return create_session(self, factory, command, **kwargs)
 
     monkeypatch.setattr(asyncssh.SSHClientConnection, "create_session", recording)
+    return requested
+
+
+def test_a_warm_start_requests_the_worker_and_the_bootstrap_and_nothing_waits_before_them(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a start requests on each node's connection, in order, until the pool is up: two exec
+    # requests, sent together right after the login. The host's home comes from what the client
+    # recorded at its first start there (no probe); the bootstrap's script starts the guardian and
+    # finds its environment itself (no request of their own); the worker's start waits on the
+    # node for the script's end, and the lease's renewal opens meanwhile.
+    with ssh_pool(ssh_hosts, servers=[0]):  # the host's environment is built: warm from here
+        pass
+    requested = _recording_requests(monkeypatch)
+    with ssh_pool(ssh_hosts, servers=[0]):
+        started = list(requested)
+    assert started[:2] == ["worker", "bootstrap"]
+    assert started[2:] in (["renewal"], [])  # opened meanwhile, waited for by nothing
+    assert "renewal" in requested
+    assert not {"probe", "guardian", "ready check"} & set(started)
+
+
+def test_a_first_start_on_a_host_probes_its_home_once(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from skyward.providers import remote_login
+
+    # A client that was never there (its record elsewhere).
+    monkeypatch.setattr(remote_login, "records_file", lambda: tmp_path / "homes.json")
+    requested = _recording_requests(monkeypatch)
     with ssh_pool(ssh_hosts, servers=[0]):
         started = list(requested)
     assert started[:3] == ["probe", "worker", "bootstrap"]
-    assert started[3:] in (["renewal"], [])  # opened meanwhile, waited for by nothing
-    assert "renewal" in requested
-    assert "guardian" not in started and "ready check" not in started
+    requested.clear()
+    with ssh_pool(ssh_hosts, servers=[0]):
+        assert requested[:2] == ["worker", "bootstrap"]
+
+
+def test_a_recorded_home_that_moved_is_probed_again_and_the_pool_starts_in_the_new_one(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from skyward.providers import remote_login
+
+    server = ssh_hosts.servers[0]
+    monkeypatch.setattr(remote_login, "records_file", lambda: tmp_path / "homes.json")
+    key = f"{server.user} {server.host_key.convert_to_public().get_fingerprint('sha256')}"
+    stale = tmp_path / "old-home"
+    remote_login.HomeRecords().put(key, remote_login.Home(str(stale), 1, 1.0))
+    requested = _recording_requests(monkeypatch)
+    with ssh_pool(ssh_hosts, servers=[0]) as pool:
+        assert (sky_function_home() >> pool) == str(server.home)
+    assert requested[:2] == ["worker", "bootstrap"] and "probe" in requested
+    assert not stale.exists()  # nothing was made in the recorded home
+    recorded = remote_login.HomeRecords().get(key)
+    assert recorded is not None and recorded.folder == str(server.home)
+
+
+def sky_function_home() -> Any:
+    """A task that answers its worker's home folder."""
+    import os
+
+    import skyward as sky
+
+    return sky.function(lambda: os.environ["HOME"])()

@@ -138,7 +138,7 @@ class LinkWriter:
 
 def keeper_command(
     launch_line: str, *, python: str, env_file: str, pid_file: str, cwd: str, grace: float,
-    after: str = "",
+    after: str = "", check: str = "",
 ) -> str:
     """The exec request that starts a worker under its keeper. The worker's pid is recorded in
     `pid_file` and said on stderr; the keeper's own in `<pid_file>.keeper.pid`; the keeper's socket
@@ -149,6 +149,9 @@ def keeper_command(
     the worker starts on the node as soon as it succeeded, with no round trip between them. The
     waiting shell is recorded in `pid_file` meanwhile (what ends a pool's workers ends it too);
     a failed bootstrap ends it.
+
+    `check`: a shell command run first, whose failure ends the request (a start sent on a
+    recorded home checks that it is the login's: `skyward.providers.remote_login.home_check`).
     """
     q = shlex.quote
     keeper = (
@@ -176,6 +179,7 @@ def keeper_command(
         )
     # Sent before the bootstrap, the request may find no node folder yet (the bootstrap makes it).
     enter = f"(umask 077 && mkdir -p {q(cwd)}) && cd {q(cwd)}" if after else f"cd {q(cwd)}"
+    enter = f"{check} && {enter}" if check else enter
     script = f"{enter} && {wait}. {q(env_file)} && exec {keeper}"
     return f"exec /bin/sh -c {q(script)}"
 
