@@ -31,7 +31,7 @@ CORE_DISTRIBUTION = "skyward-core"
 KNOWN_PROVIDER_PACKAGES = {
     "AWS": "skyward-aws", "RunPod": "skyward-runpod", "VastAI": "skyward-vastai", "Verda": "skyward-verda",
     "Novita": "skyward-novita", "Slurm": "skyward-slurm", "LambdaCloud": "skyward-lambda", "Vultr": "skyward-vultr",
-    "GCP": "skyward-gcp", "MassedCompute": "skyward-massedcompute",
+    "GCP": "skyward-gcp", "MassedCompute": "skyward-massedcompute", "Hyperstack": "skyward-hyperstack",
 }
 KNOWN_PLUGIN_PACKAGES = {"torch": "skyward-torch", "accelerate": "skyward-torch", "jax": "skyward-jax"}
 
