@@ -23,7 +23,7 @@ from skyward_massedcompute.machine import NAME_PREFIX
 
 @attrs.define
 class MassedComputeSweeper(NamedSweeper):
-    name: str = "Massed Compute"
+    name: str = "MassedCompute"
     prefix = NAME_PREFIX
     name_field = "name"
 
