@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from skyward.errors import CapacityError, ConfigurationError, ProvisionError
+from skyward.errors import CapacityError, ConfigurationError, NoOffersError, ProvisionError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, in_order, memory_fits, names_card, whole_gpus
-from skyward.providers.rest import ApiErrors, Gone, RateLimited, delete_retrying
+from skyward.market.rental import Rental, in_order, memory_fits, names_card, on_demand_only, whole_gpus
+from skyward.providers.rest import ApiErrors, Gone, RateLimited, Refused, delete_retrying
 
 ERRORS = ApiErrors(
     cloud="Nimbus",
@@ -24,7 +24,7 @@ ERRORS = ApiErrors(
 
 def test_a_refused_key_names_where_the_key_comes_from() -> None:
     error = ERRORS.reading(401, {"message": "bad token"}, "list machines")
-    assert type(error) is ProvisionError
+    assert type(error) is Refused  # a ProvisionError: the fix is the key, not a retry
     assert str(error) == (
         "Nimbus refused the API key (401: bad token) when asked to list machines: check NIMBUS_API_KEY"
     )
@@ -97,3 +97,10 @@ def test_each_allocation_tries_its_kinds_in_its_order() -> None:
     assert order("on-demand") == [(False, 0.5), (False, 1.0)]
     assert order("spot-if-available") == [(True, 0.6), (True, 0.9), (False, 0.5), (False, 1.0)]
     assert order("cheapest") == [(False, 0.5), (True, 0.6), (True, 0.9), (False, 1.0)]
+
+
+def test_a_cloud_without_spot_refuses_spot_naming_the_fix_and_takes_every_other_allocation() -> None:
+    with pytest.raises(NoOffersError, match='Nimbus sells no spot machines: use allocation="on-demand"'):
+        on_demand_only("spot", "Nimbus")
+    for allocation in ("on-demand", "spot-if-available", "cheapest"):
+        on_demand_only(allocation, "Nimbus")

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from skyward.errors import ConfigurationError
+from skyward.errors import ConfigurationError, NoOffersError
 from skyward.market.offer import Offer
 
 T = TypeVar("T")
@@ -80,6 +80,16 @@ def whole_gpus(count: float, cloud: str) -> int:
             f"{cloud} rents whole GPUs; accelerator count {count:g} is a fraction: ask for {math.ceil(count)}"
         )
     return int(count)
+
+
+def on_demand_only(allocation: str, cloud: str) -> None:
+    """A cloud that sells no spot machines refuses `allocation="spot"`, naming the fix (every
+    other allocation takes its on-demand machines)."""
+    if allocation == "spot":
+        raise NoOffersError(
+            f'{cloud} sells no spot machines: use allocation="on-demand" (or "spot-if-available", '
+            "which takes on-demand machines there)"
+        )
 
 
 def in_order(

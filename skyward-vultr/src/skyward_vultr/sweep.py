@@ -1,0 +1,103 @@
+"""Skyward's instances on Vultr found and deleted without a pool: Vultr's answer to `sky ls` / `sky down`.
+
+An instance is Skyward's when it carries the `skyward` tag and its label is
+`skyward-<pool>-<node>` (`machine.label`); the listing asks Vultr for the tag, and nothing else is
+listed or deleted; `end` reads each instance back by id before deleting it. A pool also leaves its
+login key (`skyward-<pool>`) and its firewall group (described `skyward-<pool>`): once a pool has
+no instance left, `end` deletes those too. The key is `$VULTR_API_KEY`; `$VULTR_API_URL` points
+the command at another endpoint. No expiry lease is written: Vultr's instances never count as
+expired.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from typing import Any
+
+import attrs
+
+from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.sweep import Ended, Machine, named_pool, parse_time
+from skyward_vultr.account import API_URL, TAG, URL_VARIABLE, locate_api_key
+from skyward_vultr.machine import NAME_PREFIX
+
+
+@attrs.define
+class VultrSweeper(NamedSweeper):
+    name: str = "Vultr"
+    prefix = NAME_PREFIX
+    name_field = "label"
+
+    def credentials(self) -> CredentialStatus:
+        return locate_api_key()
+
+    def client(self) -> Any:
+        from skyward_vultr.account import resolve_api_key
+        from skyward_vultr.api import VultrAPI
+
+        return VultrAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
+
+    def pool_of(self, row: Row | None) -> tuple[str, int] | None:
+        """(pool, node) of an instance with Skyward's tag and label; None for any other."""
+        if TAG not in ((row or {}).get("tags") or []):
+            return None
+        return named_pool(self.prefix, (row or {}).get(self.name_field))
+
+    async def rows(self, api: Any) -> list[Row]:
+        return list(await api.instances(tag=TAG))
+
+    async def row(self, api: Any, machine_id: str) -> Row | None:
+        return await api.instance(machine_id)
+
+    async def delete(self, api: Any, machine_id: str) -> object:
+        return await api.delete_instance(machine_id)
+
+    def in_region(self, row: Row, region: str) -> bool:
+        return str(row.get("region")) == region.lower()
+
+    def machine(self, row: Row, pool: str, node: int) -> Machine:
+        return Machine(
+            provider=self.name,
+            pool=pool,
+            node=node,
+            id=str(row.get("id")),
+            instance_type=str(row.get("plan") or "?"),
+            region=str(row.get("region") or "?"),
+            state=str(row.get("power_status") or row.get("status") or "?"),
+            launched_at=parse_time(row.get("date_created")),
+            hourly_price=None,
+        )
+
+    async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
+        """The login keys and firewall groups of `pools` that have no instance left."""
+        busy = {found[0] for row in await api.instances(tag=TAG) if (found := self.pool_of(row))}
+        items: list[Ended] = []
+        for pool in set(pools) - busy:
+            name = f"{NAME_PREFIX}{pool}"
+            keys = [k for k in await api.ssh_keys() if k.get("name") == name]
+            groups = [g for g in await api.firewalls() if g.get("description") == name]
+            for kind, rows, delete in (
+                ("ssh-key", keys, api.delete_ssh_key),
+                ("firewall-group", groups, api.delete_firewall),
+            ):
+                for row in rows:
+                    try:
+                        await delete(str(row["id"]))
+                    except Exception as exc:  # noqa: BLE001 - reported beside the others
+                        items.append(Ended(self.name, pool, kind, str(row["id"]), str(exc)))
+                    else:
+                        items.append(Ended(self.name, pool, kind, str(row["id"])))
+        return items
+
+
+def verify(status: CredentialStatus) -> CredentialStatus:
+    """`sky providers --check`: one cheap authenticated call, the account's Skyward instances
+    listed (nothing is created)."""
+
+    async def listed(api: Any) -> int:
+        return len(await api.instances(tag=TAG))
+
+    listing = "the key lists the account's instances"
+    return verified(status, lambda: VultrSweeper().run(listed), listing, thread="vultr-check")
