@@ -159,3 +159,8 @@ def test_check_that_cannot_reach_aws_fails_with_exit_code_1(sky: Sky) -> None:
     assert done.returncode == 1 and no_traceback(done)
     assert by_type(json.loads(done.stdout))["aws"]["credentials"]["verified"] is False
     assert "credentials refused by: AWS" in done.stderr
+
+
+def test_a_hyperstack_key_in_the_environment_is_found(sky: Sky) -> None:
+    credentials = by_type(sky.json("providers", HYPERSTACK_API_KEY="hs-test-key"))["hyperstack"]["credentials"]
+    assert credentials == {"found": True, "where": "$HYPERSTACK_API_KEY", "verified": None, "detail": ""}

@@ -35,6 +35,8 @@ except sky.ConfigurationError as error:
         ("skyward-vultr", "Vultr", "VULTR_API_KEY"),
         ("skyward-lambda", "LambdaCloud", "LAMBDA_API_KEY"),
         ("skyward-gcp", "GCP", "GOOGLE_APPLICATION_CREDENTIALS"),
+        ("skyward-massedcompute", "MassedCompute", "MASSED_API_KEY"),
+        ("skyward-hyperstack", "Hyperstack", "HYPERSTACK_API_KEY"),
     ],
 )
 def test_core_and_one_cloud_install_alone_and_the_cloud_resolves(

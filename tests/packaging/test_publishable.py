@@ -32,6 +32,7 @@ CODE_DISTRIBUTIONS = {
     "skyward-slurm": "skyward_slurm",
     "skyward-lambda": "skyward_lambda",
     "skyward-gcp": "skyward_gcp",
+    "skyward-hyperstack": "skyward_hyperstack",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
@@ -39,7 +40,8 @@ META_FOLDER = "skyward-meta"
 FOLDERS = [*CODE_DISTRIBUTIONS, META_FOLDER]
 EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
           "verda": "skyward-verda", "novita": "skyward-novita", "vultr": "skyward-vultr", "slurm": "skyward-slurm",
-          "lambda": "skyward-lambda", "gcp": "skyward-gcp", "torch": "skyward-torch", "jax": "skyward-jax"}
+          "lambda": "skyward-lambda", "gcp": "skyward-gcp", "hyperstack": "skyward-hyperstack",
+          "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 
 
