@@ -162,5 +162,6 @@ def test_check_that_cannot_reach_aws_fails_with_exit_code_1(sky: Sky) -> None:
 
 
 def test_a_hyperstack_key_in_the_environment_is_found(sky: Sky) -> None:
-    credentials = by_type(sky.json("providers", HYPERSTACK_API_KEY="hs-test-key"))["hyperstack"]["credentials"]
+    rows = by_type(sky.json("providers", HYPERSTACK_API_KEY="hs-test-key"))
+    credentials = rows["hyperstack"]["credentials"]
     assert credentials == {"found": True, "where": "$HYPERSTACK_API_KEY", "verified": None, "detail": ""}
