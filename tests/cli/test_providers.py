@@ -165,3 +165,9 @@ def test_a_hyperstack_key_in_the_environment_is_found(sky: Sky) -> None:
     rows = by_type(sky.json("providers", HYPERSTACK_API_KEY="hs-test-key"))
     credentials = rows["hyperstack"]["credentials"]
     assert credentials == {"found": True, "where": "$HYPERSTACK_API_KEY", "verified": None, "detail": ""}
+
+
+def test_a_massed_compute_key_in_the_environment_is_found(sky: Sky) -> None:
+    row = by_type(sky.json("providers", MASSED_API_KEY="massed-test-key"))["massedcompute"]
+    assert row["distribution"] == "skyward-massedcompute"
+    assert row["credentials"] == {"found": True, "where": "$MASSED_API_KEY", "verified": None, "detail": ""}

@@ -42,6 +42,7 @@ PACKAGES = {
     "skyward_lambda": ROOT / "skyward-lambda" / "src" / "skyward_lambda",
     "skyward_gcp": ROOT / "skyward-gcp" / "src" / "skyward_gcp",
     "skyward_hyperstack": ROOT / "skyward-hyperstack" / "src" / "skyward_hyperstack",
+    "skyward_massedcompute": ROOT / "skyward-massedcompute" / "src" / "skyward_massedcompute",
     "skyward_torch": ROOT / "skyward-torch" / "src" / "skyward_torch",
     "skyward_jax": ROOT / "skyward-jax" / "src" / "skyward_jax",
 }

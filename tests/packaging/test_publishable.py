@@ -33,6 +33,7 @@ CODE_DISTRIBUTIONS = {
     "skyward-lambda": "skyward_lambda",
     "skyward-gcp": "skyward_gcp",
     "skyward-hyperstack": "skyward_hyperstack",
+    "skyward-massedcompute": "skyward_massedcompute",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
@@ -41,6 +42,7 @@ FOLDERS = [*CODE_DISTRIBUTIONS, META_FOLDER]
 EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
           "verda": "skyward-verda", "novita": "skyward-novita", "vultr": "skyward-vultr", "slurm": "skyward-slurm",
           "lambda": "skyward-lambda", "gcp": "skyward-gcp", "hyperstack": "skyward-hyperstack",
+          "massedcompute": "skyward-massedcompute",
           "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 
