@@ -144,9 +144,14 @@ class FakeGCP(FakeCloud):
     def live(self) -> list[str]:
         return sorted(self.instances)
 
+    @staticmethod
+    def key(instance_id: str) -> str:
+        """The fake's key (`zone/name`) of the provider's instance id (`zone/name/number`)."""
+        return "/".join(instance_id.split("/")[:2])
+
     def preempt(self, instance_id: str) -> None:
         """Compute Engine starts taking this spot VM back: its `instance/preempted` is TRUE."""
-        self.preempted.add(instance_id)
+        self.preempted.add(self.key(instance_id))
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -351,7 +356,9 @@ class FakeGCP(FakeCloud):
         site = web.TCPSite(self._runner, address, self.metadata_port)  # type: ignore[arg-type]
         await site.start()
         self._sites[key] = site
-        return self._public(self._operation_row("insert", target, zone, None))
+        done = self._operation_row("insert", target, zone, None)
+        done["targetId"] = self.instances[key]["id"]
+        return self._public(done)
 
     async def _get(self, request: web.Request) -> web.Response:
         key = f"{request.match_info['zone']}/{request.match_info['name']}"
@@ -497,10 +504,9 @@ class FakeGCP(FakeCloud):
             self.instances[key]["status"] = "TERMINATED"  # the script found no key and failed
             return
         env = {"GCE_METADATA_HOST": f"{address}:{self.metadata_port}"}
-        server = self.boot_machine(
-            key.replace("/", "_"), address, self.ssh_port, host_key, login_key_of(script), env
-        )
-        self.machines[key] = self.machines.pop(key.replace("/", "_"))
+        folder = f"{body['name']}-{self.instances[key]['id']}"  # a name comes back once its VM is gone
+        server = self.boot_machine(folder, address, self.ssh_port, host_key, login_key_of(script), env)
+        self.machines[key] = self.machines.pop(folder)
         self.run_boot_lines(key, server, script, env, credentials=False)
 
 

@@ -127,6 +127,7 @@ def test_an_unknown_accelerator_fails_naming_the_cards_gcp_has(gcp_api: FakeGCP)
 
 def test_a_vm_answering_with_another_host_key_is_never_handed_over(gcp_api: FakeGCP) -> None:
     import asyncssh
+
     from skyward_gcp import provider
 
     key = asyncssh.generate_private_key("ssh-ed25519").export_private_key().decode()

@@ -187,13 +187,15 @@ class ComputeApi:
 
     # -- instances -----------------------------------------------------------------------------------
 
-    async def insert_instance(self, zone: str, instance: Any) -> None:
-        """Create `instance` in `zone` and wait until it exists (or its operation failed)."""
+    async def insert_instance(self, zone: str, instance: Any) -> str:
+        """Create `instance` in `zone` and wait until it exists (or its operation failed); its
+        numeric id, which tells it from a later VM of the same name."""
         client = self._client("InstancesClient")
         what = f"create {instance.name} in {zone}"
         operation = await self._call(
             what, lambda: client.insert_unary(project=self.project, zone=zone, instance_resource=instance)
         )
+        target_id = str(operation.target_id or "")
         await self._wait(operation, what, zone)
         self._log.info(
             "skyward.gcp_instance_created",
@@ -202,6 +204,7 @@ class ComputeApi:
             machine_type=instance.machine_type.rsplit("/", 1)[-1],
             spot=instance.scheduling.provisioning_model == "SPOT",
         )
+        return target_id
 
     async def instance(self, zone: str, name: str) -> Any | None:
         """The instance, or None once Compute Engine no longer knows it."""

@@ -55,8 +55,19 @@ ENDED = ("STOPPING", "STOPPED", "SUSPENDING", "SUSPENDED", "TERMINATED")
 
 
 def split_id(instance_id: str) -> tuple[str, str]:
-    zone, _, name = instance_id.partition("/")
+    """(zone, name) of an instance id, `<zone>/<name>/<numeric id>`."""
+    zone, name, _ = (instance_id.split("/") + ["", ""])[:3]
     return zone, name
+
+
+def numeric_id(instance_id: str) -> str:
+    return (instance_id.split("/") + ["", ""])[2]
+
+
+def instance_id(zone: str, name: str, number: object) -> str:
+    """A VM's id for the pool: its name is unique only in its zone, and a replacement (a
+    preempted spot VM's) takes the same name, so Compute Engine's numeric id is part of it."""
+    return f"{zone}/{name}/{number}"
 
 
 def address_of(row: Any) -> tuple[str, str]:
@@ -189,9 +200,9 @@ class GCPProvider(RentedCloud):
             service_account=self.config.service_account,
             script=startup_script(self.access, guardian),
         )
-        await self.compute.insert_instance(zone, body)
+        number = await self.compute.insert_instance(zone, body)
         return Instance(
-            id=f"{zone}/{name}",
+            id=instance_id(zone, name, number),
             node=node,
             ssh_user=self.config.ssh_user,
             ssh_port=self.config.ssh_port,
@@ -211,6 +222,8 @@ class GCPProvider(RentedCloud):
         rows = await asyncio.gather(*(self.compute.instance(*split_id(i.id)) for i in instances))
         ready = []
         for instance, row in zip(instances, rows, strict=True):
+            if row is not None and numeric_id(instance.id) not in ("", str(row.id)):
+                row = None  # another VM of the same name: this one is gone
             if row is None or row.status in ENDED:
                 status = "deleted" if row is None else row.status
                 hint = (
@@ -265,19 +278,26 @@ class GCPProvider(RentedCloud):
     # -- destroy, leftovers, release -----------------------------------------------------------------
 
     async def delete_machines(self, cluster: Cluster, instances: list[Instance]) -> None:
-        await asyncio.gather(*(self.compute.delete_instance(*split_id(i.id)) for i in instances))
+        """Delete each VM that is still this one (a VM of the same name made since is left alone)."""
+
+        async def delete(instance: Instance) -> None:
+            if not await self.machine_gone(instance):
+                await self.compute.delete_instance(*split_id(instance.id))
+
+        await asyncio.gather(*(delete(i) for i in instances))
         for instance in instances:
             self._foreign_key_since.pop(instance.id, None)
 
     async def machine_gone(self, instance: Instance) -> bool:
-        return await self.compute.instance(*split_id(instance.id)) is None
+        row = await self.compute.instance(*split_id(instance.id))
+        return row is None or numeric_id(instance.id) not in ("", str(row.id))
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """VMs labelled and named for this pool that Compute Engine still has (a creation whose
         answer was lost)."""
         rows = await self.compute.instances(label_filter=f'labels.{POOL_LABEL} = "{cluster.id}"')
         return [
-            Instance(id=f"{row.zone.rsplit('/', 1)[-1]}/{row.name}", node=-1)
+            Instance(id=instance_id(row.zone.rsplit("/", 1)[-1], row.name, row.id), node=-1)
             for row in rows
             if (pool_of(row.name, dict(row.labels)) or ("",))[0] == cluster.id
         ]
