@@ -67,7 +67,7 @@ def test_launches_limited_by_lambdas_rate_are_waited_out(lambda_api: FakeLambda)
 
 
 def test_spot_is_refused_naming_on_demand_before_anything_is_launched(lambda_api: FakeLambda) -> None:
-    with pytest.raises(sky.ConfigurationError, match='sells no spot.*allocation="on-demand"'), lambda_pool(
+    with pytest.raises(NoOffersError, match='sells no spot.*allocation="on-demand"'), lambda_pool(
         lambda_api, allocation="spot"
     ):
         pass

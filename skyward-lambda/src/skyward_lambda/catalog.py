@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.errors import ConfigurationError, NoOffersError
+from skyward.errors import NoOffersError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, in_order, memory_fits, names_card, whole_gpus
+from skyward.market.rental import Rental, in_order, memory_fits, names_card, on_demand_only, whole_gpus
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -95,11 +95,7 @@ def offer_of(kind: InstanceType, region: str = "", provider: str = "lambda") -> 
 
 def matching(spec: Spec, types: Iterable[InstanceType]) -> list[InstanceType]:
     """The types that carry the spec's accelerator (count, memory) and its vCPUs and memory."""
-    if spec.allocation == "spot":
-        raise ConfigurationError(
-            'Lambda Cloud sells no spot instances: use allocation="on-demand" (or "spot-if-available" '
-            'or "cheapest", which take on-demand machines here)'
-        )
+    on_demand_only(spec.allocation, "Lambda Cloud")
     listed = list(types)
     found = []
     for kind in listed:

@@ -15,10 +15,9 @@ Powering off would not do: Lambda bills an instance until it is terminated.
 
 from __future__ import annotations
 
-import base64
-import shlex
 from typing import TYPE_CHECKING
 
+from skyward.providers import vm_boot
 from skyward.providers.naming import MACHINE_PREFIX, machine_name
 
 if TYPE_CHECKING:
@@ -59,18 +58,10 @@ def end_command(api_url: str, name: str, instance_id: str | None = None) -> str:
     """What the node's guardian runs when the pool's lease lapses: the VM terminates itself
     through Lambda's API, found by its name (and its id once the first login knew it), with the
     key the user data kept. Python's standard library only: Lambda's images have python3."""
-    q = shlex.quote
-    program = base64.b64encode(_END.strip().encode()).decode()
-    run = f"import base64; exec(base64.b64decode('{program}'))"  # one line, as the guardian runs it
-    words = ["python3", "-c", run, api_url, name] + ([instance_id] if instance_id else [])
-    return " ".join(q(word) for word in words)
-
-
-def keep_key_line(guardian_key: str) -> str:
-    """The shell line that keeps the guardian's key in the login's home, readable by it alone."""
-    return f"(umask 077; printf 'LAMBDA_API_KEY=%s\\n' {shlex.quote(guardian_key)} > \"$HOME/{KEY_FILE}\")"
+    return vm_boot.end_command(_END, api_url, name, *([instance_id] if instance_id else []))
 
 
 def user_data(access: MachineAccess, guardian_key: str, user: str, guardian: BootGuardian | None) -> str:
     """The node's cloud-init user data: host key, login key, the guardian's key, the guardian."""
-    return access.cloud_config(guardian, user=user, commands=[keep_key_line(guardian_key)])
+    keep = vm_boot.keep_secrets({"LAMBDA_API_KEY": guardian_key}, KEY_FILE)
+    return access.cloud_config(guardian, user=user, commands=[keep])

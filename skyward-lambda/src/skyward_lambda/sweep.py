@@ -18,9 +18,9 @@ import attrs
 
 from skyward.providers.credentials import CredentialStatus, verified
 from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.naming import MACHINE_PREFIX as NAME_PREFIX
 from skyward.providers.sweep import Ended, Machine, parse_time
 from skyward_lambda.account import API_URL, locate_api_key
-from skyward_lambda.machine import NAME_PREFIX
 
 URL_VARIABLE = "LAMBDA_API_URL"
 
