@@ -184,18 +184,28 @@ def _kind(command: str) -> str:
     return next((kind for part, kind in _KINDS.items() if part in command), command[:60])
 
 
-def _recording_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The kind of every exec request any connection sends from now on, in order."""
-    import asyncssh
+def _recording_requests(monkeypatch: pytest.MonkeyPatch, opens: bool = False) -> list[str]:
+    """The kind of every exec request any connection sends from now on, in order (on a channel of
+    its own or on one opened ahead: `skyward.fastpaths.asyncssh_preopen`); with `opens`, each
+    channel's open too ("open")."""
+    from asyncssh.channel import SSHChannel
 
     requested: list[str] = []
-    create_session = asyncssh.SSHClientConnection.create_session
+    send_request, open_channel = SSHChannel._send_request, SSHChannel._open
 
-    def recording(self: Any, factory: Any, command: Any = None, **kwargs: Any) -> Any:
-        requested.append(_kind(str(command)))
-        return create_session(self, factory, command, **kwargs)
+    def opening(self: Any, *args: Any, **kwargs: Any) -> Any:
+        requested.append("open")
+        return open_channel(self, *args, **kwargs)
 
-    monkeypatch.setattr(asyncssh.SSHClientConnection, "create_session", recording)
+    if opens:
+        monkeypatch.setattr(SSHChannel, "_open", opening)
+
+    def recording(self: Any, request: bytes, *args: Any, **kwargs: Any) -> Any:
+        if request == b"exec":
+            requested.append(_kind(bytes(args[0])[4:].decode(errors="replace")))
+        return send_request(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(SSHChannel, "_send_request", recording)
     return requested
 
 
@@ -216,6 +226,20 @@ def test_a_warm_start_requests_the_worker_and_the_bootstrap_and_nothing_waits_be
     assert started[2:] in (["renewal"], [])  # opened meanwhile, waited for by nothing
     assert "renewal" in requested
     assert not {"probe", "guardian", "ready check"} & set(started)
+
+
+def test_a_starts_two_requests_go_on_channels_opened_as_the_login_ended(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each request then waits for its exec request only: the channels' opens (a round trip) pass
+    # while the client renders the bootstrap.
+    monkeypatch.delenv(fastpaths.SWITCH, raising=False)
+    with ssh_pool(ssh_hosts, servers=[0]):
+        pass
+    requested = _recording_requests(monkeypatch, opens=True)
+    with ssh_pool(ssh_hosts, servers=[0]):
+        started = list(requested)
+    assert started[:4] == ["open", "open", "worker", "bootstrap"]
 
 
 def test_a_first_start_on_a_host_probes_its_home_once(

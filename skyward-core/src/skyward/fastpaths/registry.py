@@ -72,6 +72,25 @@ FAST_PATHS: tuple[FastPath, ...] = (
         fallback="asyncssh's own send_packet, an IGNORE before each packet.",
     ),
     FastPath(
+        name="asyncssh-preopen",
+        module="skyward.fastpaths.asyncssh_preopen",
+        internals=(
+            "SSHClientChannel(conn, loop, utf8_decode_errors, encoding, errors, window, max_pktsize)",
+            "SSHChannel._open", "SSHChannel._make_request", "SSHChannel._start_reading",
+            "SSHChannel._session", "SSHClientConnection._options", "SSHClientConnection._update_recv_pktlen",
+        ),
+        saves=(
+            "A round trip per request of a pool's start over SSH: the session channels of the worker's "
+            "start and the bootstrap open right after the login, while the client renders them, and "
+            "each request then waits for its exec request only (benchmarks/case_wan.py, warm start)."
+        ),
+        detection=(
+            "The channel and connection internals present on the connection just logged in to; "
+            "otherwise, or with the switch off, nothing is opened ahead."
+        ),
+        fallback="asyncssh's create_session: each request opens its channel, then sends its exec request.",
+    ),
+    FastPath(
         name="asyncssh-sign-first",
         module="skyward.fastpaths.asyncssh_auth",
         internals=(

@@ -127,6 +127,8 @@ class RemoteNodes(WorkerStarts, NodeGuards):
 
     async def open(self, node: int, login: Login, timeout: float | None = None) -> Connection:
         """Log in to `node`'s machine (retrying until `timeout`, default `ssh_timeout`)."""
+        from skyward.fastpaths.asyncssh_preopen import preopen
+        from skyward.transport.ssh import WINDOW as LINK_WINDOW
         from skyward.transport.ssh_connect import connect_with_retry
 
         self._logins[node] = login
@@ -142,6 +144,9 @@ class RemoteNodes(WorkerStarts, NodeGuards):
             interval=self.retry_interval, on_retry=on_retry, key_file=self.key_file,
             known_hosts=self.known_hosts, host_key=login.host_key or None,
         )
+        # The start's two requests, or a reconnect's (the attachment and the renewal), find their
+        # channels open (`asyncssh_preopen`), by receive window: the worker's link's, the default.
+        preopen(conn, (LINK_WINDOW, None))
         old = self._conns.get(node)
         if old is not None and old is not conn:
             old.close()
