@@ -18,11 +18,9 @@ shut-down Verda instance is still billed.
 
 from __future__ import annotations
 
-import base64
-import shlex
 from typing import TYPE_CHECKING
 
-from skyward.providers.cloud import HOST_KEY_VARIABLE
+from skyward.providers import vm_boot
 from skyward.providers.naming import machine_name
 
 if TYPE_CHECKING:
@@ -34,8 +32,6 @@ if TYPE_CHECKING:
 NAME_PREFIX = "skyward-"
 #: Where the startup script keeps the account's credentials for `end_command` (root's home).
 CREDENTIALS_FILE = ".skyward-verda.env"
-#: The shell word for the home folder the script writes to and the guardian's login will use.
-HOME = '"${HOME:-/root}"'
 
 _END = """
 import json, os, sys, urllib.request
@@ -71,32 +67,14 @@ def hostname(pool_id: str, node: int) -> str:
 def end_command(api_url: str, host: str) -> str:
     """What the node's guardian runs when the pool's lease lapses: the VM deletes itself through
     Verda's API (`PUT /instances`, action delete), found by its hostname, with the credentials
-    the startup script kept. Python's standard library only: every Verda image has python3."""
-    q = shlex.quote
-    program = base64.b64encode(_END.strip().encode()).decode()
-    run = f"import base64; exec(base64.b64decode('{program}'))"  # one line: scripts are read by line
-    return f"python3 -c {q(run)} {q(api_url)} {q(host)}"
+    the startup script kept (`skyward.providers.vm_boot.end_command`)."""
+    return vm_boot.end_command(_END, api_url, host)
 
 
 def startup_script(
     access: MachineAccess, credentials: ClientCredentials, guardian: BootGuardian | None = None
 ) -> str:
-    """The node's startup script (bash, run as root at first boot). `set -e`: a VM that cannot
-    install the pool's keys must never answer SSH with the image's."""
-    q = shlex.quote
-    keep = (
-        f"(umask 077; printf 'VERDA_CLIENT_ID=%s\\nVERDA_CLIENT_SECRET=%s\\n' "
-        f"{q(credentials.client_id)} {q(credentials.client_secret)} > {HOME}/{CREDENTIALS_FILE})"
-    )
-    lines = [
-        "#!/bin/bash",
-        "set -e",
-        f"export {HOST_KEY_VARIABLE}={q(access.host_key_b64)}",
-        access.container_script(ssh_dir="/etc/ssh", home="/root"),
-        "systemctl restart ssh 2>/dev/null || systemctl restart sshd 2>/dev/null"
-        " || service ssh restart || true",
-        keep,
-    ]
-    if guardian is not None:
-        lines.append(guardian.command(home=HOME, inline=True))
-    return "\n".join(lines) + "\n"
+    """The node's startup script (`skyward.providers.vm_boot.startup_script`), keeping the
+    account's client credentials for the end command."""
+    secrets = {"VERDA_CLIENT_ID": credentials.client_id, "VERDA_CLIENT_SECRET": credentials.client_secret}
+    return vm_boot.startup_script(access, secrets=secrets, secrets_file=CREDENTIALS_FILE, guardian=guardian)
