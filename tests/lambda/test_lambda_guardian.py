@@ -45,6 +45,8 @@ def test_a_vm_whose_client_was_killed_mid_task_terminates_itself_with_the_guardi
     assert wait_until(lambda: vm in lambda_api.terminated, BOUND)
     assert_lease_ran_out(killed)
     assert lambda_api.keys_used[-1] == GUARDIAN_KEY, "the VM called with its own key"
+    (launch,) = lambda_api.launches
+    assert GUARDIAN_KEY in launch["user_data"] and API_KEY not in launch["user_data"], "never the client's"
     lambda_api.ssh_keys.clear()  # what the killed client's teardown would have removed
 
 

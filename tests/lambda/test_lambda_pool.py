@@ -8,16 +8,18 @@ termination confirmed before the pool reports its end.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cloud_workloads import assert_every_node_answers, square
-from fake_lambda import FakeLambda, user_data_of
+from fake_lambda import FakeLambda
 from lambda_support import API_KEY, GUARDIAN_KEY, lambda_cloud, lambda_pool
 
 import skyward as sky
 from skyward.errors import CapacityError, NoOffersError, ProvisionError
+from skyward_lambda.api import LambdaAPI
 
 
 def test_a_two_node_pool_runs_tasks_on_its_vms_and_terminates_them_on_exit(lambda_api: FakeLambda) -> None:
@@ -40,13 +42,11 @@ def test_a_capacity_refusal_falls_over_to_the_next_offer(lambda_api: FakeLambda)
     assert taken["instance_type_name"] == "gpu_1x_h100_sxm5"
 
 
-def test_the_region_limits_where_vms_go(lambda_api: FakeLambda) -> None:
-    provider = lambda_cloud(lambda_api, region="europe-central-1")
-    with lambda_pool(lambda_api, provider=provider) as pool:
-        assert square(2) >> pool == 4
-    assert [(b["region_name"], b["instance_type_name"]) for b in lambda_api.launches] == [
-        ("europe-central-1", "gpu_1x_h100_sxm5")
-    ]
+def test_the_region_limits_the_offers_a_pool_launches_from(lambda_api: FakeLambda) -> None:
+    spec = sky.Spec(provider=lambda_cloud(lambda_api), accelerator="H100")
+    assert lambda_cloud(lambda_api).hourly_price(spec) == pytest.approx(2.49)  # PCIe, in us-east-1
+    only_sxm = lambda_cloud(lambda_api, region="europe-central-1")
+    assert only_sxm.hourly_price(spec) == pytest.approx(3.29)
 
 
 def test_no_capacity_anywhere_fails_with_a_capacity_error_within_the_provision_timeout(
@@ -61,9 +61,22 @@ def test_no_capacity_anywhere_fails_with_a_capacity_error_within_the_provision_t
 
 def test_launches_limited_by_lambdas_rate_are_waited_out(lambda_api: FakeLambda) -> None:
     lambda_api.launch_interval = 1.5
-    with lambda_pool(lambda_api, nodes=2) as pool:
-        assert_every_node_answers(pool, 2, "lambda")
-    assert lambda_api.rate_limited >= 1 and len(lambda_api.terminated) == 2
+
+    async def launch_two() -> list[str]:
+        api = LambdaAPI(API_KEY, lambda_api.url)
+        key = await api.add_ssh_key("skyward-rate-1a2b3c4d", "ssh-ed25519 AAAA rate")
+        where = {"region_name": "us-east-1", "instance_type_name": "gpu_1x_a10"}
+        keys = {"ssh_key_names": ["skyward-rate-1a2b3c4d"]}
+        bodies = [{**where, **keys, "name": f"skyward-rate-1a2b3c4d-{n}"} for n in range(2)]
+        ids = await asyncio.gather(*(api.launch(body) for body in bodies))
+        for instance_id in ids:
+            await api.terminate(instance_id)
+        await api.delete_ssh_key(key)
+        await api.close()
+        return list(ids)
+
+    assert len(set(asyncio.run(launch_two()))) == 2
+    assert lambda_api.rate_limited >= 1, "the second launch came too soon and was answered 429"
 
 
 def test_spot_is_refused_naming_on_demand_before_anything_is_launched(lambda_api: FakeLambda) -> None:
@@ -106,16 +119,6 @@ def test_an_unknown_accelerator_fails_naming_the_cards_lambda_has(lambda_api: Fa
     ):
         pass
     assert lambda_api.launches == []
-
-
-def test_the_vms_keep_the_guardians_own_key_and_never_the_pools(lambda_api: FakeLambda) -> None:
-    lambda_api.other_keys = {GUARDIAN_KEY}
-    with lambda_pool(lambda_api, provider=lambda_cloud(lambda_api, guardian_api_key=GUARDIAN_KEY)) as pool:
-        assert square(6) >> pool == 36
-    (body,) = lambda_api.launches
-    assert GUARDIAN_KEY in body["user_data"] and API_KEY not in body["user_data"]
-    config = user_data_of(body["user_data"])
-    assert config["ssh_deletekeys"] is True and "ed25519_private" in config["ssh_keys"]
 
 
 def test_the_keys_appear_in_no_log_line_or_event(lambda_api: FakeLambda, tmp_path: Path) -> None:
