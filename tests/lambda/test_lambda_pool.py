@@ -106,6 +106,18 @@ def test_a_refused_key_fails_naming_the_variable_before_anything_is_launched(lam
     assert lambda_api.launches == []
 
 
+def test_a_guardian_key_lambda_refuses_fails_the_pool_before_anything_is_launched(
+    lambda_api: FakeLambda,
+) -> None:
+    provider = lambda_cloud(lambda_api, guardian_api_key="secret_REVOKED_GUARDIAN")
+    with pytest.raises(ProvisionError, match="LAMBDA_GUARDIAN_API_KEY") as caught, lambda_pool(
+        lambda_api, provider=provider
+    ):
+        pass
+    assert "secret_REVOKED_GUARDIAN" not in str(caught.value)
+    assert lambda_api.launches == [] and lambda_api.ssh_keys == {}
+
+
 def test_a_missing_key_fails_naming_the_variable_before_any_request(lambda_api: FakeLambda) -> None:
     compute = sky.Compute(provider=sky.LambdaCloud(api_url=lambda_api.url), console=False, logging=False)
     with pytest.raises(sky.ConfigurationError, match="LAMBDA_API_KEY"), compute:

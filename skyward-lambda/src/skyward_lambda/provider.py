@@ -24,8 +24,9 @@ from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
 from skyward.providers.rented import RentedCloud
+from skyward.providers.rest import Refused
 from skyward.providers.ssh import head_port
-from skyward_lambda.account import resolve_api_key, resolve_guardian_key
+from skyward_lambda.account import GUARDIAN_KEY_VARIABLE, resolve_api_key, resolve_guardian_key
 from skyward_lambda.api import LOGGER, LambdaAPI, gone
 from skyward_lambda.catalog import InstanceType, plan
 from skyward_lambda.machine import NAME_PREFIX, end_command, instance_name, user_data
@@ -51,6 +52,7 @@ class LambdaProvider(RentedCloud):
         self.config = config
         api_key = resolve_api_key(config.api_key)
         self.guardian_key = resolve_guardian_key(config.guardian_api_key, api_key)
+        self.own_guardian_key = self.guardian_key != api_key
         self.api = LambdaAPI(api_key, config.url)
         self._log = structlog.get_logger(LOGGER)
 
@@ -65,6 +67,7 @@ class LambdaProvider(RentedCloud):
         key_name = f"{NAME_PREFIX}{pool_id}"
         try:
             types = await fitting(self.api, spec)
+            await self._check_guardian_key()
             key_id = await self.api.add_ssh_key(key_name, self.access.login_key)
         except BaseException:
             await self.api.close()  # teardown may never come for a pool that failed this early
@@ -77,6 +80,22 @@ class LambdaProvider(RentedCloud):
             head_port=head_port(pool_id),
             state={"ssh_key": key_id, "ssh_key_name": key_name},
         )
+
+    async def _check_guardian_key(self) -> None:
+        """A guardian's own key that Lambda refuses would leave every VM unable to end itself:
+        it fails the pool now, with one listing (nothing is created with it)."""
+        if not self.own_guardian_key:
+            return
+        api = LambdaAPI(self.guardian_key, self.config.url)
+        try:
+            await api.ssh_keys()
+        except Refused as exc:
+            raise ProvisionError(
+                f"Lambda Cloud refused the guardian's key, so no VM could terminate itself: check "
+                f"{GUARDIAN_KEY_VARIABLE} (or LambdaCloud(guardian_api_key=...)) ({exc})"
+            ) from exc
+        finally:
+            await api.close()
 
     # -- launch (`RentedCloud.launch`) ---------------------------------------------------------------
 
