@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -27,7 +26,7 @@ from skyward.market.rental import Rental
 from skyward.providers.address import client_cidr
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
-from skyward.providers.probe import answers_with
+from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
 from skyward.providers.rented import RentedCloud
 from skyward.providers.rest import delete_retrying
 from skyward.providers.ssh import head_port
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
 
 #: How long a running instance may answer with its image's host key before it is handed over (and
 #: then refused by the pinned check): the user data restarts sshd with ours within seconds.
-HOST_KEY_GRACE = 300.0
+GRACE = HOST_KEY_GRACE
 
 
 class VultrProvider(RentedCloud):
@@ -62,7 +61,7 @@ class VultrProvider(RentedCloud):
         self.api_key = resolve_api_key(config.api_key)
         self.api = VultrAPI(self.api_key, config.url)
         self._log = structlog.get_logger(LOGGER)
-        self._foreign_key_since: dict[str, float] = {}
+        self._host_keys = PinnedKeyWait(GRACE)
 
     def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
         return end_command(self.config.url, label(cluster.id, instance.node), TAG)
@@ -180,23 +179,18 @@ class VultrProvider(RentedCloud):
             if row.get("status") != "active" or row.get("power_status") != "running" or ip in ("", "0.0.0.0"):
                 continue
             port = self.config.ssh_port
-            answer = await answers_with(ip, port, self.expected_host_key(instance))
-            if answer is None or (answer is False and not self._grace_over(instance)):
+            if not await self._host_keys.ready(instance.id, ip, port, self.expected_host_key(instance)):
                 continue
             private = str(row.get("internal_ip") or "") or ip
             ready.append(attrs.evolve(instance, public_ip=ip, private_ip=private, ssh_port=port))
         return ready
-
-    def _grace_over(self, instance: Instance) -> bool:
-        first = self._foreign_key_since.setdefault(instance.id, time.monotonic())
-        return time.monotonic() - first >= HOST_KEY_GRACE
 
     # -- destroy, leftovers, release -----------------------------------------------------------------
 
     async def delete_machines(self, cluster: Cluster, instances: list[Instance]) -> None:
         await asyncio.gather(*(self.api.delete_instance(i.id) for i in instances))
         for instance in instances:
-            self._foreign_key_since.pop(instance.id, None)
+            self._host_keys.forget(instance.id)
 
     async def machine_gone(self, instance: Instance) -> bool:
         return await self.api.instance(instance.id) is None
