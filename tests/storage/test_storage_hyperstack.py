@@ -250,3 +250,13 @@ def test_the_minted_key_and_secret_are_masked_and_never_logged(
     for value in (key.access_key, key.secret_key, API_KEY):
         assert value not in repr(logged)
         assert value not in repr(store)
+
+
+def test_minting_without_skyward_hyperstack_names_the_package_and_given_keys(
+    hyperstack_api: FakeHyperstack, s3_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "skyward_hyperstack.storage_keys", None)  # as if not installed
+    store = hyperstack(hyperstack_api, s3_url)
+    with pytest.raises(sky.MissingPackageError, match=r"pip install skyward-hyperstack.*access_key="):
+        store.open()
+    assert hyperstack_api.calls == []

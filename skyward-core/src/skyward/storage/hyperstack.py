@@ -25,6 +25,7 @@ which to install.
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from types import ModuleType
@@ -148,10 +149,9 @@ class HyperstackKeys(EphemeralKeys):
 def _client() -> ModuleType:
     """skyward-hyperstack's key calls; a clear error naming the package when it is missing."""
     try:
-        from skyward_hyperstack import storage_keys
+        return importlib.import_module("skyward_hyperstack.storage_keys")
     except ImportError:
         raise MissingPackageError(
             f"sky.storage.Hyperstack mints its access keys with {PACKAGE}'s API client: pip install "
             f"{PACKAGE} (or pass access_key= and secret_key= to use keys you made)"
         ) from None
-    return storage_keys
