@@ -83,6 +83,46 @@ def test_with_fast_paths_off_a_login_asks_first_as_asyncssh_does(
     assert [line for line in asyncssh_lines if "Trying public key auth" in line]
 
 
+def _login_order(hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The login's service acceptance ("accept" in) and user-auth request ("auth" out), in order."""
+    import asyncssh.connection
+    import asyncssh.packet
+    from asyncssh.constants import MSG_SERVICE_ACCEPT, MSG_USERAUTH_REQUEST
+
+    order: list[str] = []
+    send = asyncssh.connection.SSHConnection.send_packet
+    process = asyncssh.packet.SSHPacketHandler.process_packet
+
+    def sending(self: Any, pkttype: int, *args: Any, **kwargs: Any) -> Any:
+        if pkttype == MSG_USERAUTH_REQUEST:
+            order.append("auth")
+        return send(self, pkttype, *args, **kwargs)
+
+    def processing(self: Any, pkttype: int, *args: Any) -> Any:
+        if pkttype == MSG_SERVICE_ACCEPT:
+            order.append("accept")
+        return process(self, pkttype, *args)
+
+    monkeypatch.setattr(asyncssh.connection.SSHConnection, "send_packet", sending)
+    monkeypatch.setattr(asyncssh.packet.SSHPacketHandler, "process_packet", processing)
+    _login(hosts)
+    return order
+
+
+def test_a_login_sends_its_user_auth_request_before_the_service_is_accepted(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(fastpaths.SWITCH, raising=False)
+    assert _login_order(ssh_hosts, monkeypatch) == ["auth", "accept"]
+
+
+def test_with_fast_paths_off_a_login_waits_for_the_service_to_be_accepted(
+    ssh_hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(fastpaths.SWITCH, "off")
+    assert _login_order(ssh_hosts, monkeypatch)[:2] == ["accept", "auth"]
+
+
 class _Requests:
     """The channels a connection opens ("channel") and its SFTP sessions ("sftp"), recorded on
     the connection itself."""

@@ -72,6 +72,25 @@ FAST_PATHS: tuple[FastPath, ...] = (
         fallback="asyncssh's own send_packet, an IGNORE before each packet.",
     ),
     FastPath(
+        name="asyncssh-early-auth",
+        module="skyward.fastpaths.asyncssh_early_auth",
+        internals=(
+            "SSHConnection._packet_handlers[MSG_EXT_INFO, MSG_SERVICE_ACCEPT]", "SSHConnection._next_service",
+            "SSHConnection._auth_in_progress", "SSHConnection._owner", "SSHClientConnection.try_next_auth",
+        ),
+        saves=(
+            "A round trip per login: the user-auth request follows the service request on the wire "
+            "instead of waiting for its acceptance (OpenSSH handles them in order). Every SSH login: "
+            "a pool's start, a reconnect (benchmarks/case_wan.py, warm start)."
+        ),
+        detection=(
+            "The handler table and login internals present on the connection being made; the early "
+            "login begins when the server's extension info arrives (a server that sends none is "
+            "logged in to as asyncssh does); with the switch off, never used."
+        ),
+        fallback="asyncssh's login, begun on the server's SERVICE_ACCEPT.",
+    ),
+    FastPath(
         name="asyncssh-preopen",
         module="skyward.fastpaths.asyncssh_preopen",
         internals=(

@@ -236,6 +236,9 @@ def _client_factory(seen: list[Any], *, sign_first: bool) -> Callable[[], asyncs
     class _Client(asyncssh.SSHClient):
         def connection_made(self, conn: Connection) -> None:
             self._conn = conn
+            from skyward.fastpaths.asyncssh_early_auth import early_auth
+
+            early_auth(conn)  # the login with the service request, not a round trip after it
 
         def begin_auth(self, username: str) -> None:
             if sign_first:
