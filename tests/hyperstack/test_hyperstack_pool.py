@@ -66,7 +66,8 @@ def test_a_flavor_out_of_stock_is_not_tried(hyperstack_api: FakeInfrahub) -> Non
 
 
 def test_spot_is_refused_naming_the_allocation_that_works(hyperstack_api: FakeInfrahub) -> None:
-    with pytest.raises(NoOffersError, match='sells no spot VMs: use allocation="on-demand"'), hyperstack_pool(
+    says = 'sells no spot machines: use allocation="on-demand"'
+    with pytest.raises(NoOffersError, match=says), hyperstack_pool(
         hyperstack_api, accelerator="A100", allocation="spot"
     ):
         pass

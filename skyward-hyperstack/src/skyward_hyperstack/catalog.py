@@ -19,7 +19,7 @@ import attrs
 
 from skyward.errors import NoOffersError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, in_order, memory_fits, names_card, whole_gpus
+from skyward.market.rental import Rental, in_order, memory_fits, names_card, on_demand_only, whole_gpus
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -112,11 +112,7 @@ def _no_flavor(spec: Spec, flavors: list[Flavor]) -> NoOffersError:
 
 def plan(spec: Spec, flavors: Iterable[Flavor], regions: tuple[str, ...] = ()) -> list[Rental]:
     """Every priced flavor in stock that the spec allows, cheapest first (all on demand)."""
-    if spec.allocation == "spot":
-        raise NoOffersError(
-            'Hyperstack sells no spot VMs: use allocation="on-demand" (or "spot-if-available", which '
-            "takes on-demand VMs here)"
-        )
+    on_demand_only(spec.allocation, "Hyperstack")
     offers = []
     for flavor in flavors:
         if not flavor.in_stock or flavor.price <= 0 or (regions and flavor.region not in regions):
