@@ -8,10 +8,21 @@ import asyncio
 
 import pytest
 
+import skyward as sky
 from skyward.errors import CapacityError, ConfigurationError, NoOffersError, ProvisionError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, in_order, memory_fits, names_card, on_demand_only, whole_gpus
+from skyward.market.rental import (
+    Rental,
+    fits,
+    in_order,
+    memory_fits,
+    names_card,
+    no_fit,
+    on_demand_only,
+    whole_gpus,
+)
 from skyward.providers.rest import ApiErrors, Gone, RateLimited, Refused, delete_retrying
+from skyward.spec import Spec
 
 ERRORS = ApiErrors(
     cloud="Nimbus",
@@ -104,3 +115,21 @@ def test_a_cloud_without_spot_refuses_spot_naming_the_fix_and_takes_every_other_
         on_demand_only("spot", "Nimbus")
     for allocation in ("on-demand", "spot-if-available", "cheapest"):
         on_demand_only(allocation, "Nimbus")
+
+
+def test_a_listed_machine_fits_a_spec_by_card_count_memory_and_minimums() -> None:
+    two = Spec(provider=sky.Local(), accelerator=sky.accelerators.A100(count=2), vcpus=8)
+    machine = {"cloud": "Nimbus", "card": "NVIDIA A100-SXM4-80GB", "gpu_memory_gb": 80.0, "memory_gb": 64.0}
+    assert fits(two, gpus=2, vcpus=16, **machine)
+    assert not fits(two, gpus=1, vcpus=16, **machine), "one card short"
+    assert not fits(two, gpus=2, vcpus=4, **machine), "fewer vCPUs than asked"
+    assert not fits(two, gpus=2, vcpus=16, **{**machine, "gpu_memory_gb": 40.0}), "the 40 GB card"
+    assert not fits(Spec(provider=sky.Local()), gpus=2, vcpus=16, **machine), "a CPU spec takes no GPU"
+
+
+def test_nothing_fitting_names_what_was_asked_and_the_close_cards() -> None:
+    error = no_fit(
+        Spec(provider=sky.Local(), accelerator="H100"), ["H200", "A100", "L4"], cloud="Nimbus", kind="plan"
+    )
+    assert isinstance(error, NoOffersError)
+    assert str(error).startswith("Nimbus has no plan with 1x H100 (80 GB); close GPUs: H200")

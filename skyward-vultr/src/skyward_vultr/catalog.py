@@ -14,16 +14,15 @@ instances: every rental is on demand, and `allocation="spot"` is refused naming 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from skyward.accelerators import resolve
-from skyward.errors import ConfigurationError, NoOffersError
+from skyward.errors import ConfigurationError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, in_order, memory_fits, names_card, on_demand_only, whole_gpus
+from skyward.market.rental import Rental, fits, in_order, no_fit, on_demand_only
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -119,40 +118,26 @@ def offer_of(plan: Plan, region: str = "", provider: str = "vultr") -> Offer:
 
 
 def matching(spec: Spec, plans: Iterable[Plan]) -> list[Plan]:
-    """The plans that carry the spec's accelerator (count, memory), vCPUs and memory."""
+    """The plans that carry the spec's accelerator (whole cards: count, memory), vCPUs and memory;
+    a `NoOffersError` naming the close cards when none does."""
     plans = list(plans)
-    found = []
-    acc = spec.accelerator
-    for plan in plans:
-        if acc is None:
-            if plan.gpus:
-                continue
-        elif (
-            not plan.whole
-            or plan.gpus != whole_gpus(acc.count, "Vultr")
-            or not (names_card(plan.card, acc.name) and memory_fits(plan.gpu_memory_gb, acc.memory_gb))
-        ):
-            continue
-        if (spec.vcpus and plan.vcpus < spec.vcpus) or (spec.memory_gb and plan.memory_gb < spec.memory_gb):
-            continue
-        found.append(plan)
+    found = [
+        p
+        for p in plans
+        if p.whole
+        and fits(
+            spec,
+            cloud="Vultr",
+            card=p.card,
+            gpus=p.gpus,
+            gpu_memory_gb=p.gpu_memory_gb,
+            vcpus=p.vcpus,
+            memory_gb=p.memory_gb,
+        )
+    ]
     if not found:
-        raise _no_plan(spec, plans)
+        raise no_fit(spec, (p.card for p in plans), cloud="Vultr", kind="plan")
     return found
-
-
-def _no_plan(spec: Spec, plans: list[Plan]) -> NoOffersError:
-    acc = spec.accelerator
-    memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
-    wanted = "a CPU plan" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
-    names = sorted({p.card for p in plans if p.card})
-    close = difflib.get_close_matches(acc.name if acc else "CPU", names, n=4, cutoff=0.3)
-    return NoOffersError(
-        f"Vultr has no plan with {wanted}"
-        + (f" and >= {spec.vcpus:g} vCPUs" if spec.vcpus else "")
-        + (f" and >= {spec.memory_gb:g} GB RAM" if spec.memory_gb else "")
-        + f"; close GPUs: {', '.join(close or names[:6]) or 'none'}"
-    )
 
 
 def plan(spec: Spec, plans: Iterable[Plan], regions: tuple[str, ...] = ()) -> list[Rental]:

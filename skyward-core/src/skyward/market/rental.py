@@ -17,15 +17,19 @@ spot, "spot-if-available" every spot offer first, "cheapest" both kinds by price
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from skyward.errors import ConfigurationError, NoOffersError
 from skyward.market.offer import Offer
+
+if TYPE_CHECKING:
+    from skyward.spec import Spec
 
 T = TypeVar("T")
 
@@ -80,6 +84,40 @@ def whole_gpus(count: float, cloud: str) -> int:
             f"{cloud} rents whole GPUs; accelerator count {count:g} is a fraction: ask for {math.ceil(count)}"
         )
     return int(count)
+
+
+def fits(
+    spec: Spec, *, cloud: str, card: str, gpus: float, gpu_memory_gb: float | None, vcpus: float,
+    memory_gb: float,
+) -> bool:
+    """Whether a listed machine (`card` named in the listing's words, `gpus` of it with
+    `gpu_memory_gb` each, `vcpus`, `memory_gb`) is what `spec` asks: its accelerator's card,
+    count and memory (no GPU for a CPU spec), and at least its vCPUs and memory."""
+    acc = spec.accelerator
+    if acc is None:
+        if gpus:
+            return False
+    elif gpus != whole_gpus(acc.count, cloud) or not (
+        names_card(card, acc.name) and memory_fits(gpu_memory_gb, acc.memory_gb)
+    ):
+        return False
+    return not ((spec.vcpus and vcpus < spec.vcpus) or (spec.memory_gb and memory_gb < spec.memory_gb))
+
+
+def no_fit(spec: Spec, cards: Iterable[str], *, cloud: str, kind: str) -> NoOffersError:
+    """The error when nothing `cloud` lists fits `spec`: what was asked, and the listed `cards`
+    closest to it (`kind` names what the cloud sells: "plan", "instance type")."""
+    acc = spec.accelerator
+    memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
+    wanted = f"a CPU {kind}" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
+    names = sorted({c for c in cards if c})
+    close = difflib.get_close_matches(acc.name if acc else "CPU", names, n=4, cutoff=0.3)
+    return NoOffersError(
+        f"{cloud} has no {kind} with {wanted}"
+        + (f" and >= {spec.vcpus:g} vCPUs" if spec.vcpus else "")
+        + (f" and >= {spec.memory_gb:g} GB RAM" if spec.memory_gb else "")
+        + f"; close GPUs: {', '.join(close or names[:6]) or 'none'}"
+    )
 
 
 def on_demand_only(allocation: str, cloud: str) -> None:
