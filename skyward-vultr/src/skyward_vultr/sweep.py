@@ -76,19 +76,10 @@ class VultrSweeper(NamedSweeper):
         items: list[Ended] = []
         for pool in set(pools) - busy:
             name = f"{NAME_PREFIX}{pool}"
-            keys = [k for k in await api.ssh_keys() if k.get("name") == name]
-            groups = [g for g in await api.firewalls() if g.get("description") == name]
-            for kind, rows, delete in (
-                ("ssh-key", keys, api.delete_ssh_key),
-                ("firewall-group", groups, api.delete_firewall),
-            ):
-                for row in rows:
-                    try:
-                        await delete(str(row["id"]))
-                    except Exception as exc:  # noqa: BLE001 - reported beside the others
-                        items.append(Ended(self.name, pool, kind, str(row["id"]), str(exc)))
-                    else:
-                        items.append(Ended(self.name, pool, kind, str(row["id"])))
+            keys = [str(k["id"]) for k in await api.ssh_keys() if k.get("name") == name]
+            groups = [str(g["id"]) for g in await api.firewalls() if g.get("description") == name]
+            items += await self.delete_resources(pool, "ssh-key", keys, api.delete_ssh_key)
+            items += await self.delete_resources(pool, "firewall-group", groups, api.delete_firewall)
         return items
 
 

@@ -6,7 +6,8 @@ made on the sweep's own loop), `rows(api)` (every machine of the account), `row(
 None once gone), `delete(api, id)`, and `machine(row, pool, node)` (the row as a `Machine`).
 Optionally `gone(row)` (statuses that bill no more), `pool_of(row)` (the name check, with more
 evidence where the cloud has it), `in_region(row, region)`, and `leftover_resources(api, pools)`
-(what a pool made beside its machines, deleted once the pool has none left).
+(what a pool made beside its machines, deleted once the pool has none left: `delete_resources`
+reports each).
 
 Only rows named for a pool are listed, and `end` reads each machine back by id just before
 deleting it (`sweep.end_each`): a machine renamed or reused since it was listed is left alone.
@@ -15,7 +16,7 @@ deleting it (`sweep.end_each`): a machine renamed or reused since it was listed 
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any, TypeVar
 
 from skyward.providers.calls import run_closing
@@ -65,6 +66,21 @@ class NamedSweeper(abc.ABC):
 
     async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
         return []
+
+    async def delete_resources(
+        self, pool: str, kind: str, ids: Iterable[str], delete: Callable[[str], Awaitable[object]]
+    ) -> list[Ended]:
+        """Delete a pool's resources of one kind (`kind`: "ssh-key"), each reported as ended or
+        with why not; one that fails does not stop the others (for `leftover_resources`)."""
+        items: list[Ended] = []
+        for resource in ids:
+            try:
+                await delete(resource)
+            except Exception as exc:  # noqa: BLE001 - reported beside the others
+                items.append(Ended(self.name, pool, kind, resource, str(exc)))
+            else:
+                items.append(Ended(self.name, pool, kind, resource))
+        return items
 
     def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
         """`work(api)` on a loop of its own, the client closed after it."""
