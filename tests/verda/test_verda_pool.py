@@ -114,12 +114,12 @@ def test_a_vm_answering_with_another_host_key_is_never_handed_over(verda_api: Fa
     from skyward_verda import provider
 
     verda_api.impostor_key = asyncssh.generate_private_key("ssh-ed25519").export_private_key().decode()
-    provider.HOST_KEY_GRACE, grace = 0.0, provider.HOST_KEY_GRACE
+    provider.GRACE, grace = 0.0, provider.GRACE
     try:
         with pytest.raises(sky.HostKeyError), verda_pool(verda_api, options=sky.Options(ssh_timeout=5)):
             pass
     finally:
-        provider.HOST_KEY_GRACE = grace
+        provider.GRACE = grace
     assert len(verda_api.deleted) == 1
 
 

@@ -14,7 +14,6 @@ client is gone is ended by its guardian alone (no tags, no lease on the cloud's 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -24,7 +23,7 @@ from skyward.errors import ConfigurationError, ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
-from skyward.providers.probe import answers_with
+from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
 from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
 from skyward_massedcompute.account import resolve_api_key
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
 
 #: How long a running machine may answer with its image's host key before it is handed over (and
 #: then refused by the pinned check): the startup command restarts sshd with ours within seconds.
-HOST_KEY_GRACE = 300.0
+GRACE = HOST_KEY_GRACE
 
 
 class MassedComputeProvider(RentedCloud):
@@ -57,7 +56,7 @@ class MassedComputeProvider(RentedCloud):
         self.api_key = resolve_api_key(config.api_key)
         self.api = MassedAPI(self.api_key, config.url)
         self._log = structlog.get_logger(LOGGER)
-        self._foreign_key_since: dict[str, float] = {}
+        self._host_keys = PinnedKeyWait(GRACE)
 
     def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
         return end_command(self.config.url, instance_name(cluster.id, instance.node))
@@ -155,22 +154,17 @@ class MassedComputeProvider(RentedCloud):
             if not ip or not row.get("os_booted"):
                 continue
             port = self.config.ssh_port
-            answer = await answers_with(str(ip), port, self.expected_host_key(instance))
-            if answer is None or (answer is False and not self._grace_over(instance)):
+            if not await self._host_keys.ready(instance.id, str(ip), port, self.expected_host_key(instance)):
                 continue
             ready.append(attrs.evolve(instance, public_ip=str(ip), private_ip=str(ip), ssh_port=port))
         return ready
-
-    def _grace_over(self, instance: Instance) -> bool:
-        first = self._foreign_key_since.setdefault(instance.id, time.monotonic())
-        return time.monotonic() - first >= HOST_KEY_GRACE
 
     # -- destroy, leftovers, release -----------------------------------------------------------------
 
     async def delete_machines(self, cluster: Cluster, instances: list[Instance]) -> None:
         await self.api.terminate([i.id for i in instances])
         for instance in instances:
-            self._foreign_key_since.pop(instance.id, None)
+            self._host_keys.forget(instance.id)
 
     async def machine_gone(self, instance: Instance) -> bool:
         return gone(await self.api.instance(instance.id))

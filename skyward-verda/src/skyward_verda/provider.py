@@ -14,7 +14,6 @@ ended by the node's guardian alone.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -24,7 +23,7 @@ from skyward.errors import ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
-from skyward.providers.probe import answers_with
+from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
 from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
 from skyward_verda.account import resolve_credentials
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
 
 #: How long a running VM may answer with its image's host key before it is handed over (and
 #: then refused by the pinned check): the startup script restarts sshd with ours within seconds.
-HOST_KEY_GRACE = 300.0
+GRACE = HOST_KEY_GRACE
 
 
 class VerdaProvider(RentedCloud):
@@ -59,7 +58,7 @@ class VerdaProvider(RentedCloud):
         self.credentials = resolve_credentials(config.client_id, config.client_secret)
         self.api = VerdaAPI(self.credentials, config.url)
         self._log = structlog.get_logger(LOGGER)
-        self._foreign_key_since: dict[str, float] = {}
+        self._host_keys = PinnedKeyWait(GRACE)
 
     def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
         return end_command(self.config.url, hostname(cluster.id, instance.node))
@@ -139,22 +138,17 @@ class VerdaProvider(RentedCloud):
             if row.get("status") != "running" or not ip:
                 continue
             port = self.config.ssh_port
-            answer = await answers_with(str(ip), port, self.expected_host_key(instance))
-            if answer is None or (answer is False and not self._grace_over(instance)):
+            if not await self._host_keys.ready(instance.id, str(ip), port, self.expected_host_key(instance)):
                 continue
             ready.append(attrs.evolve(instance, public_ip=str(ip), private_ip=str(ip), ssh_port=port))
         return ready
-
-    def _grace_over(self, instance: Instance) -> bool:
-        first = self._foreign_key_since.setdefault(instance.id, time.monotonic())
-        return time.monotonic() - first >= HOST_KEY_GRACE
 
     # -- destroy, leftovers, release -----------------------------------------------------------------
 
     async def delete_machines(self, cluster: Cluster, instances: list[Instance]) -> None:
         await self.api.delete_instances([i.id for i in instances])
         for instance in instances:
-            self._foreign_key_since.pop(instance.id, None)
+            self._host_keys.forget(instance.id)
 
     async def machine_gone(self, instance: Instance) -> bool:
         return gone(await self.api.instance(instance.id))
