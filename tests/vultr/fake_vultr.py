@@ -16,7 +16,7 @@ on a loopback address of its own (127.W.13.x) at `ssh_port`, and runs the script
 line and guardian line as cloud-init would, with the login's home. Knobs: `no_capacity` (plan ids
 or regions) answers the refusal Vultr gives a plan a region cannot deploy; `sshd_down` boots
 instances whose sshd never answers; `delete_errors` fails that many instance deletions with a
-500; `impostor_key` boots instances with another host key.
+500; `impostor_key` boots instances with another host key; `refuse_rules` refuses firewall rules.
 """
 
 from __future__ import annotations
@@ -125,6 +125,8 @@ class FakeVultr(FakeCloud):
     no_capacity: set[str] = attrs.field(factory=set)
     delete_errors: int = 0
     impostor_key: str | None = None
+    #: Refuse every firewall rule, as Vultr does a group already at its `max_rule_count`.
+    refuse_rules: bool = False
     #: Every key a request came with, good or not.
     keys_seen: list[str] = attrs.field(factory=list)
 
@@ -261,6 +263,8 @@ class FakeVultr(FakeCloud):
             )
         except Invalid as exc:
             return error(str(exc), 400)
+        if self.refuse_rules:
+            return error("Firewall group has reached its maximum number of rules.", 400)
         rule = {"id": len(self.rules[group]) + 1, "action": "accept", **body}
         self.rules[group].append(rule)
         self.firewalls[group]["rule_count"] += 1

@@ -95,6 +95,30 @@ def test_a_refused_key_fails_naming_the_variable_and_leaves_nothing(vultr_api: F
     assert vultr_api.creates == []
 
 
+def test_a_start_that_fails_after_making_the_key_and_firewall_group_deletes_them(
+    vultr_api: FakeVultr,
+) -> None:
+    vultr_api.refuse_rules = True
+    with (
+        pytest.raises(ProvisionError, match="maximum number of rules"),
+        vultr_pool(vultr_api, accelerator="A100"),
+    ):
+        pass
+    assert vultr_api.creates == [] and vultr_api.ssh_keys == {} and vultr_api.firewalls == {}
+
+
+def test_a_client_that_cannot_learn_its_address_fails_naming_ssh_cidr_and_opens_nothing(
+    vultr_api: FakeVultr,
+) -> None:
+    provider = vultr(vultr_api, ip_lookup_url=vultr_api.url + "/no-such-echo")
+    with (
+        pytest.raises(ProvisionError, match=r"Vultr\(ssh_cidr=...\)"),
+        vultr_pool(vultr_api, provider=provider, accelerator="A100"),
+    ):
+        pass
+    assert vultr_api.firewalls == {} and vultr_api.ssh_keys == {}
+
+
 def test_a_missing_key_fails_naming_the_variable_before_any_request(vultr_api: FakeVultr) -> None:
     compute = sky.Compute(provider=sky.Vultr(api_url=vultr_api.url), console=False, logging=False)
     with pytest.raises(sky.ConfigurationError, match="VULTR_API_KEY"), compute:

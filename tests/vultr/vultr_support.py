@@ -17,7 +17,8 @@ def vultr(api: FakeVultr, **kwargs: Any) -> sky.Vultr:
     """`sky.Vultr` pointed at the fake (its API, its sshd port, its address echo), logging in as
     this user, venvs from this interpreter."""
     kwargs.setdefault("api_key", API_KEY)
-    return sky.Vultr(api_url=api.url, ssh_port=api.ssh_port, ip_lookup_url=api.echo_url, **login_here(kwargs))
+    kwargs.setdefault("ip_lookup_url", api.echo_url)
+    return sky.Vultr(api_url=api.url, ssh_port=api.ssh_port, **login_here(kwargs))
 
 
 def vultr_pool(api: FakeVultr, *, provider: Any = None, **kwargs: Any) -> Any:
