@@ -6,9 +6,9 @@ calls, under `/v1`, shaped as Hyperstack's API reference documents them (every a
 `{"status", "message", ...}` envelope but the pricebook's bare list, errors as `{"status": false,
 "message", "error_reason"}`): `GET /core/flavors?region=` (`data`: per GPU and region, its
 `flavors` with `stock_available`), `GET /pricebook`, `GET|POST /core/environments`, `GET|POST
-/core/keypairs`, `DELETE /core/keypair/{id}`, `POST|GET /core/virtual-machines` (`search=`
-filters by name), `GET|DELETE /core/virtual-machines/{id}`. A create request is checked field by
-field (unknown fields, flavors, environments or keypairs are refused with 400).
+/core/keypairs`, `DELETE /core/keypair/{id}`, `POST|GET /core/virtual-machines` (paged by `page` and
+`pageSize`, filtered by name with `search`), `GET|DELETE /core/virtual-machines/{id}`. A create
+request is checked field by field (unknown fields, flavors, environments or keypairs are refused with 400).
 
 A created VM boots for real: the fake reads its cloud-init user data (the host key under
 `ssh_keys`, the key file under `write_files`, the guardian line in `runcmd`), starts an sshd
@@ -217,8 +217,11 @@ class FakeInfrahub(FakeHyperstack):
         return _ok(instances=[row])
 
     async def _vms(self, request: web.Request) -> web.Response:
-        search = request.query.get("search", "")
-        return _ok(instances=[vm for vm in self.vms.values() if search in vm["name"]])
+        search, page = request.query.get("search", ""), int(request.query.get("page", 1))
+        size = int(request.query.get("pageSize", 1000))
+        found = [vm for vm in self.vms.values() if search in vm["name"]]
+        rows = found[(page - 1) * size : page * size]
+        return _ok(instances=rows, page=page, pageSize=size, count=len(found))
 
     async def _vm(self, request: web.Request) -> web.Response:
         vm = self.vms.get(_int(request.match_info["id"]))

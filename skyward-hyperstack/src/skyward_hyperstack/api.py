@@ -10,7 +10,8 @@ SDK `hyperstack` name them), each authenticated by the `api_key` header:
 - `GET|POST /core/keypairs`, `DELETE /core/keypair/{id}`: the pool's login key;
 - `POST /core/virtual-machines` (answers `{"instances": [{"id", ...}]}`), `GET
   /core/virtual-machines` (`{"instances": [...]}`), `GET /core/virtual-machines/{id}`
-  (`{"instance": {...}}`), `DELETE /core/virtual-machines/{id}`;
+  (`{"instance": {...}}`), `DELETE /core/virtual-machines/{id}`; the list is paged (`page`,
+  `pageSize`) and filtered by name (`search`);
 - `POST /object-storage/access-keys` (`{"id", "access_key", "secret_key", ...}` at the top
   level) and `DELETE /object-storage/access-keys/{id}`: the ephemeral keys of
   `sky.storage.Hyperstack` (`storage_keys` runs them for core's synchronous storage code).
@@ -45,6 +46,9 @@ ERRORS = ApiErrors(
 #: VM statuses after which the machine bills no more (or is going).
 GONE_STATUSES = ("DELETING", "DELETED", "SHUTOFF_DELETING")
 ACCESS_KEYS = "/object-storage/access-keys"
+#: VMs are listed this many per page, at most `MAX_PAGES` pages (10,000 VMs).
+PAGE_SIZE = 100
+MAX_PAGES = 100
 
 
 class HyperstackAPI(JsonApi):
@@ -122,8 +126,17 @@ class HyperstackAPI(JsonApi):
         row = body.get("instance") if isinstance(body, dict) else None
         return row if isinstance(row, dict) else None
 
-    async def vms(self) -> list[dict[str, Any]]:
-        return _rows(await self.call("GET", "/core/virtual-machines", "list VMs"), "instances")
+    async def vms(self, search: str = "") -> list[dict[str, Any]]:
+        """Every VM whose name contains `search`, page by page (the oldest first)."""
+        found: list[dict[str, Any]] = []
+        for page in range(1, MAX_PAGES + 1):
+            params = {"page": page, "pageSize": PAGE_SIZE, **({"search": search} if search else {})}
+            body = await self.call("GET", "/core/virtual-machines", "list VMs", params=params)
+            rows = _rows(body, "instances")
+            found += rows
+            if len(rows) < PAGE_SIZE:
+                break
+        return found
 
     async def delete_vm(self, vm_id: str) -> None:
         await self.call("DELETE", f"/core/virtual-machines/{vm_id}", f"delete VM {vm_id}", gone_ok=True)

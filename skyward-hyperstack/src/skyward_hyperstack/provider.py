@@ -178,7 +178,7 @@ class HyperstackProvider(RentedCloud):
         """VMs named for this pool that Hyperstack still lists (a create whose answer was lost)."""
         return [
             Instance(id=str(row["id"]), node=-1)
-            for row in await self.api.vms()
+            for row in await self.api.vms(search=vm_name(cluster.id, 0)[:-1])
             if row.get("id") is not None and not gone(row)
             and of_pool(row.get("name"), cluster.id) is not None
         ]

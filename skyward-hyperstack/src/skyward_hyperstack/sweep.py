@@ -43,7 +43,7 @@ class HyperstackSweeper(NamedSweeper):
         return HyperstackAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
 
     async def rows(self, api: Any) -> list[Row]:
-        return list(await api.vms())
+        return list(await api.vms(search=NAME_PREFIX))
 
     async def row(self, api: Any, machine_id: str) -> Row | None:
         return await api.vm(machine_id)
@@ -70,7 +70,8 @@ class HyperstackSweeper(NamedSweeper):
 
     async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
         """The login keypairs of `pools` that have no VM left."""
-        busy = {found[0] for row in await api.vms() if not self.gone(row) and (found := self.pool_of(row))}
+        rows = await api.vms(search=NAME_PREFIX)
+        busy = {found[0] for row in rows if not self.gone(row) and (found := self.pool_of(row))}
         items: list[Ended] = []
         wanted = {f"{NAME_PREFIX}{pool}": pool for pool in set(pools) - busy}
         for keypair in await api.keypairs():
