@@ -15,7 +15,8 @@ A launched VM boots for real: the fake reads the host key from its cloud-init us
 the user data's `runcmd` lines (the guardian's key, the guardian) as the VM would, with the
 login's home. Knobs: `no_capacity` (type or region names) refuses a launch there with Lambda's
 insufficient-capacity error though the listing shows capacity (the race Lambda warns of);
-`sold_out` (type names) lists those types with no region; `launch_interval` answers 429 to a
+`sold_out` (type names) lists those types with no region; `booting_reads` shows a new VM
+`booting`, without an address, for that many reads; `launch_interval` answers 429 to a
 launch sooner than that after the last one; `terminate_errors` fails that many terminate calls
 with a 500; `sshd_down` boots VMs whose sshd never answers; `impostor_key` boots VMs with another
 host key.
@@ -124,6 +125,9 @@ class FakeLambda(FakeCloud):
     rate_limited: int = 0
     terminate_errors: int = 0
     impostor_key: str | None = None
+    #: How many reads show a new VM `booting`, without an address, before it is `active`.
+    booting_reads: int = 0
+    _reads: dict[str, int] = attrs.field(factory=dict)
     #: Other keys the account accepts (a guardian's own key).
     other_keys: set[str] = attrs.field(factory=set)
     _last_launch: float = -1e9
@@ -246,13 +250,20 @@ class FakeLambda(FakeCloud):
         return ok({"instance_ids": [instance_id]})
 
     async def _all(self, request: web.Request) -> web.Response:
-        return ok(list(self.instances.values()))
+        return ok([self._read(row) for row in self.instances.values()])
 
     async def _get(self, request: web.Request) -> web.Response:
         row = self.instances.get(request.match_info["id"])
         if row is None:
             return error(404, "global/object-does-not-exist", "Specified instance does not exist.")
-        return ok(row)
+        return ok(self._read(row))
+
+    def _read(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The row as Lambda shows it now: `booting`, without an address, for its first reads."""
+        seen = self._reads[row["id"]] = self._reads.get(row["id"], 0) + 1
+        if seen > self.booting_reads or row["status"] != "active":
+            return row
+        return {**row, "status": "booting", "ip": None, "private_ip": None}
 
     async def _terminate(self, request: web.Request) -> web.Response:
         body = await request.json()

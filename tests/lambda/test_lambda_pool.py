@@ -23,6 +23,7 @@ from skyward_lambda.api import LambdaAPI
 
 
 def test_a_two_node_pool_runs_tasks_on_its_vms_and_terminates_them_on_exit(lambda_api: FakeLambda) -> None:
+    lambda_api.booting_reads = 1  # each VM is read back booting, without an address, before it is active
     with lambda_pool(lambda_api, nodes=2) as pool:
         assert len(lambda_api.instances) == 2
         assert_every_node_answers(pool, 2, "lambda")
@@ -154,3 +155,12 @@ def test_a_vm_answering_with_another_host_key_is_never_handed_over(lambda_api: F
     with pytest.raises(sky.HostKeyError), lambda_pool(lambda_api, options=sky.Options(ssh_timeout=5)):
         pass
     assert len(lambda_api.terminated) == 1
+
+
+def test_a_vm_that_never_answers_ssh_fails_the_start_and_is_terminated(lambda_api: FakeLambda) -> None:
+    lambda_api.sshd_down = True
+    options = sky.Options(provision_timeout=3, provision_retry_delay=0.2)
+    compute = lambda_pool(lambda_api, options=options)
+    with pytest.raises(ProvisionError, match="no SSH address after 3 s"), compute:
+        pass
+    assert len(lambda_api.terminated) == 1 and lambda_api.instances == {}

@@ -5,8 +5,8 @@ the instance types that fit the spec and registers the pool's login key (`skywar
 `launch` starts one VM per node with its own user data (`machine`), trying (type, region) offers
 cheapest first and falling over to the next when Lambda has no capacity there, raising
 `CapacityError` for the base to retry when none has; `refresh` hands a VM over once it is active
-with an address (cloud-init installed the pool's host key before sshd started, and the base pins
-it); `destroy` terminates VMs and waits until Lambda no longer lists them; `release` deletes the
+and its sshd answers (cloud-init installed the pool's host key before sshd started, and the base
+pins it); `destroy` terminates VMs and waits until Lambda no longer lists them; `release` deletes the
 login key. No expiry lease is renewed: a VM's name is its pool identity, and a VM whose client is
 gone is terminated by the node's guardian alone.
 """
@@ -23,6 +23,7 @@ from skyward.errors import ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
+from skyward.providers.probe import answers_with
 from skyward.providers.rented import RentedCloud
 from skyward.providers.rest import Refused
 from skyward.providers.ssh import head_port
@@ -153,9 +154,14 @@ class LambdaProvider(RentedCloud):
                 )
             assert row is not None
             ip = row.get("ip")
-            if row.get("status") == "active" and ip:
-                private = str(row.get("private_ip") or ip)
-                ready.append(attrs.evolve(instance, public_ip=str(ip), private_ip=private))
+            if row.get("status") != "active" or not ip:
+                continue
+            # Active is not yet listening: its sshd starts once cloud-init installed our host key.
+            # Another key is handed over too, for the pinned login to refuse.
+            if await answers_with(str(ip), self.config.ssh_port, self.expected_host_key(instance)) is None:
+                continue
+            private = str(row.get("private_ip") or ip)
+            ready.append(attrs.evolve(instance, public_ip=str(ip), private_ip=private))
         return ready
 
     # -- destroy, leftovers, release -----------------------------------------------------------------
