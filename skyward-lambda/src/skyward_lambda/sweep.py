@@ -72,22 +72,15 @@ class LambdaSweeper(NamedSweeper):
         )
 
     async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
-        """The login keys of `pools` that have no VM left."""
+        """The login keys (`skyward-<pool>`) of `pools` that have no VM left."""
         from skyward_lambda.api import gone
 
         busy = {found[0] for row in await api.instances() if not gone(row) and (found := self.pool_of(row))}
-        idle = set(pools) - busy
+        keys = await api.ssh_keys()
         items: list[Ended] = []
-        for key in await api.ssh_keys():
-            pool = str(key.get("name") or "").removeprefix(NAME_PREFIX)
-            if not str(key.get("name") or "").startswith(NAME_PREFIX) or pool not in idle:
-                continue
-            try:
-                await api.delete_ssh_key(str(key["id"]))
-            except Exception as exc:  # noqa: BLE001 - reported beside the others
-                items.append(Ended(self.name, pool, "ssh-key", str(key["id"]), str(exc)))
-            else:
-                items.append(Ended(self.name, pool, "ssh-key", str(key["id"])))
+        for pool in sorted(set(pools) - busy):
+            ids = [str(k["id"]) for k in keys if k.get("name") == f"{NAME_PREFIX}{pool}"]
+            items += await self.delete_resources(pool, "ssh-key", ids, api.delete_ssh_key)
         return items
 
 
