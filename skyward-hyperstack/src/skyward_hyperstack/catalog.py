@@ -10,16 +10,14 @@ rental is on demand, and `allocation="spot"` is refused naming the fix.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.errors import NoOffersError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, in_order, memory_fits, names_card, on_demand_only, whole_gpus
+from skyward.market.rental import Rental, fits, in_order, no_fit, on_demand_only
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -74,40 +72,17 @@ def offer_of(flavor: Flavor, provider: str = "hyperstack") -> Offer:
 
 
 def matching(spec: Spec, flavors: Iterable[Flavor]) -> list[Flavor]:
-    """The flavors that carry the spec's accelerator (count, memory), vCPUs and memory."""
-    flavors = list(flavors)
-    found = []
-    for flavor in flavors:
-        acc = spec.accelerator
-        if acc is None:
-            if flavor.gpus:
-                continue
-        elif flavor.gpus != whole_gpus(acc.count, "Hyperstack") or not (
-            names_card(flavor.gpu, acc.name) and memory_fits(flavor.gpu_memory_gb, acc.memory_gb)
-        ):
-            continue
-        if (spec.vcpus and flavor.vcpus < spec.vcpus) or (
-            spec.memory_gb and flavor.memory_gb < spec.memory_gb
-        ):
-            continue
-        found.append(flavor)
+    """The flavors that carry the spec's accelerator (count, memory), vCPUs and memory; a
+    `NoOffersError` naming the close GPUs when none does."""
+    listed = list(flavors)
+    found = [
+        f for f in listed
+        if fits(spec, cloud="Hyperstack", card=f.gpu, gpus=f.gpus, gpu_memory_gb=f.gpu_memory_gb,
+                vcpus=f.vcpus, memory_gb=f.memory_gb)
+    ]
     if not found:
-        raise _no_flavor(spec, flavors)
+        raise no_fit(spec, (f.gpu for f in listed), cloud="Hyperstack", kind="flavor")
     return found
-
-
-def _no_flavor(spec: Spec, flavors: list[Flavor]) -> NoOffersError:
-    acc = spec.accelerator
-    memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
-    wanted = "a CPU flavor" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
-    names = sorted({f.gpu for f in flavors if f.gpu})
-    close = difflib.get_close_matches(acc.name if acc else "CPU", names, n=4, cutoff=0.3)
-    return NoOffersError(
-        f"Hyperstack has no flavor with {wanted}"
-        + (f" and >= {spec.vcpus:g} vCPUs" if spec.vcpus else "")
-        + (f" and >= {spec.memory_gb:g} GB RAM" if spec.memory_gb else "")
-        + f"; close GPUs: {', '.join(close or names[:6]) or 'none'}"
-    )
 
 
 def plan(spec: Spec, flavors: Iterable[Flavor], regions: tuple[str, ...] = ()) -> list[Rental]:
