@@ -22,9 +22,8 @@ import structlog
 from skyward.errors import ConfigurationError, ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
-from skyward.providers.naming import of_pool
 from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
-from skyward.providers.rented import RentedCloud
+from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.ssh import head_port
 from skyward_massedcompute.account import resolve_api_key
 from skyward_massedcompute.api import FAILED_STATUSES, LOGGER, MassedAPI, gone
@@ -111,19 +110,9 @@ class MassedComputeProvider(RentedCloud):
         return "; ".join(tried) or "no fitting product has capacity"
 
     async def create_on(self, cluster: Cluster, node: int, offer: Rental) -> Instance:
-        product: Product = offer.ref
         uuid = await self.api.launch(self._request(cluster, node, offer))
-        return Instance(
-            id=uuid,
-            node=node,
-            ssh_user=self.config.ssh_user,
-            ssh_port=self.config.ssh_port,
-            hourly_rate=offer.price,
-            on_demand_rate=offer.on_demand_price,
-            spot=False,
-            instance_type=product.name,
-            vcpus=product.vcpus,
-            memory_gb=product.memory_gb,
+        return rented_instance(
+            uuid, node, offer, ssh_user=self.config.ssh_user, ssh_port=self.config.ssh_port
         )
 
     def _request(self, cluster: Cluster, node: int, offer: Rental) -> dict[str, Any]:
@@ -171,11 +160,7 @@ class MassedComputeProvider(RentedCloud):
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """Machines named for this pool that Massed Compute still lists (a deploy whose answer was lost)."""
-        return [
-            Instance(id=str(row["uuid"]), node=-1)
-            for row in await self.api.instances()
-            if row.get("uuid") and of_pool(row.get("name"), cluster.id.lower()) is not None
-        ]
+        return named_leftovers(await self.api.instances(), cluster.id, id_field="uuid", name_field="name")
 
     async def release(self, cluster: Cluster) -> None:
         await self.api.close()

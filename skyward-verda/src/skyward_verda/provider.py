@@ -22,9 +22,8 @@ import structlog
 from skyward.errors import ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
-from skyward.providers.naming import of_pool
 from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
-from skyward.providers.rented import RentedCloud
+from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.ssh import head_port
 from skyward_verda.account import resolve_credentials
 from skyward_verda.api import LOGGER, VerdaAPI, gone
@@ -94,10 +93,8 @@ class VerdaProvider(RentedCloud):
 
     async def create_on(self, cluster: Cluster, node: int, offer: Rental) -> Instance:
         instance_id = await self.api.create_instance(await self._request(cluster, node, offer))
-        return Instance(
-            id=instance_id, node=node, ssh_user=self.config.ssh_user, ssh_port=self.config.ssh_port,
-            hourly_rate=offer.price, on_demand_rate=offer.on_demand_price, spot=offer.spot,
-            instance_type=offer.ref.name, vcpus=offer.ref.vcpus, memory_gb=offer.ref.memory_gb,
+        return rented_instance(
+            instance_id, node, offer, ssh_user=self.config.ssh_user, ssh_port=self.config.ssh_port
         )
 
     async def _request(self, cluster: Cluster, node: int, offer: Rental) -> dict[str, Any]:
@@ -155,12 +152,8 @@ class VerdaProvider(RentedCloud):
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """VMs named for this pool that Verda still lists (a deployment whose answer was lost)."""
-        return [
-            Instance(id=str(row["id"]), node=-1)
-            for row in await self.api.instances()
-            if row.get("id") and of_pool(row.get("hostname"), cluster.id.lower()) is not None
-            and not gone(row)
-        ]
+        rows = await self.api.instances()
+        return named_leftovers(rows, cluster.id, id_field="id", name_field="hostname", gone=gone)
 
     async def resume_cloud(self, cluster: Cluster) -> None:
         """A parked pool's startup scripts carry its machines' host key, not this pool's: a node

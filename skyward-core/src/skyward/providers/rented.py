@@ -13,17 +13,25 @@ Such a cloud writes what only it knows, and inherits the moves every one of them
 `launch` then creates every node together (`launch_together`), each trying the offers in order
 (`first_created`) and retried while no offer has room (`retry_capacity`); `destroy` deletes through
 `rest.delete_retrying` and waits until the cloud no longer lists the machines (`confirm_gone`).
+
+Two readings such a cloud makes the same way: `rented_instance` (the `Instance` a created machine
+is, from the offer it was created on) and `named_leftovers` (the machines an account listing
+names for a pool, for `leftovers`).
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from skyward.providers.base import Cluster, Instance
 from skyward.providers.cloud import CloudProvider
+from skyward.providers.naming import of_pool
 from skyward.providers.rest import delete_retrying
+
+if TYPE_CHECKING:
+    from skyward.market.rental import Rental
 
 
 class RentedCloud(CloudProvider):
@@ -96,3 +104,26 @@ class RentedCloud(CloudProvider):
     async def _gone(self, instance: Instance) -> bool:
         answer = await self.machine_gone(instance)
         return True if answer is None else answer
+
+
+def rented_instance(machine_id: str, node: int, offer: Rental, *, ssh_user: str, ssh_port: int) -> Instance:
+    """The machine created for `node` on `offer`: its prices, kind and size are the offer's."""
+    listed = offer.offer
+    return Instance(
+        id=machine_id, node=node, ssh_user=ssh_user, ssh_port=ssh_port, hourly_rate=offer.price,
+        on_demand_rate=offer.on_demand_price, spot=offer.spot, instance_type=listed.instance_type,
+        vcpus=int(listed.vcpus or 0), memory_gb=float(listed.memory_gb or 0.0),
+    )
+
+
+def named_leftovers(
+    rows: Iterable[dict[str, Any]], pool_id: str, *, id_field: str, name_field: str,
+    gone: Callable[[dict[str, Any]], bool] = lambda row: False,
+) -> list[Instance]:
+    """The rows of an account's listing named for exactly `pool_id` (`naming.of_pool`, in lower case
+    as the clouds that fold names keep them) and not `gone`, as instances of no known node."""
+    return [
+        Instance(id=str(row[id_field]), node=-1)
+        for row in rows
+        if row.get(id_field) and of_pool(row.get(name_field), pool_id.lower()) is not None and not gone(row)
+    ]
