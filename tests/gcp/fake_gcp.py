@@ -153,6 +153,24 @@ class FakeGCP(FakeCloud):
         """Compute Engine starts taking this spot VM back: its `instance/preempted` is TRUE."""
         self.preempted.add(self.key(instance_id))
 
+    def place(self, zone: str, name: str, labels: dict[str, str], *, spot: bool = False) -> str:
+        """A VM as a crashed client leaves it (no sshd behind it): its key."""
+        key = f"{zone}/{name}"
+        scheduling = {"provisioningModel": "SPOT"} if spot else {}
+        self.instances[key] = {
+            "kind": "compute#instance",
+            "id": str(uuid.uuid4().int >> 64),
+            "name": name,
+            "zone": self._link(f"zones/{zone}"),
+            "machineType": self._link(f"zones/{zone}/machineTypes/g2-standard-4"),
+            "status": "RUNNING",
+            "labels": labels,
+            "scheduling": scheduling,
+            "creationTimestamp": "2026-11-25T10:00:00.000-00:00",
+            "_address": "",
+        }
+        return key
+
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> FakeGCP:

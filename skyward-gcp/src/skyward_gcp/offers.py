@@ -3,7 +3,7 @@
 Compute Engine's API lists what each zone can start but no prices, so the offers are the
 table's shapes at their us-central1 list prices (`catalog.PRICED_REGION`), on demand and spot;
 which zone has room is found when a pool launches. Nothing is called: the source needs no
-credentials to list, and says where a pool would find them.
+credentials to list (it says where a pool would find them).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ class GCPOffers:
     key: str = "price-table"
 
     def credentials(self) -> CredentialStatus:
-        return locate_credentials()
+        """Listing the table needs none: found, saying where a pool's would come from."""
+        status = locate_credentials()
+        return CredentialStatus(found=True, where=f"the package's price table; a pool's: {status.where}")
 
     def fetch(self) -> list[Offer]:
         return [offer_of(shape, PRICED_REGION, self.name) for shape in SHAPES]

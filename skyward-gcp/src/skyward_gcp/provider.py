@@ -295,7 +295,8 @@ class GCPProvider(RentedCloud):
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """VMs labelled and named for this pool that Compute Engine still has (a creation whose
         answer was lost)."""
-        rows = await self.compute.instances(label_filter=f'labels.{POOL_LABEL} = "{cluster.id}"')
+        api = await self._connect()  # `sky ls` asks a provider that never prepared
+        rows = await api.instances(label_filter=f'labels.{POOL_LABEL} = "{cluster.id}"')
         return [
             Instance(id=instance_id(row.zone.rsplit("/", 1)[-1], row.name, row.id), node=-1)
             for row in rows

@@ -30,7 +30,7 @@ def row_of(instance: Any) -> Row:
     """A Compute Engine instance as the sweeper's row."""
     zone = str(instance.zone).rsplit("/", 1)[-1]
     return {
-        "id": f"{zone}/{instance.name}",
+        "id": f"{zone}/{instance.name}/{instance.id}",
         "name": instance.name,
         "zone": zone,
         "labels": dict(instance.labels),
@@ -58,12 +58,13 @@ class GCPSweeper(NamedSweeper):
         return [row_of(i) for i in await api.instances(label_filter=f"labels.{POOL_LABEL}:*")]
 
     async def row(self, api: Any, machine_id: str) -> Row | None:
-        zone, _, name = machine_id.partition("/")
+        """The VM with this id, None once gone (or replaced by another VM of the same name)."""
+        zone, name, number = (machine_id.split("/") + ["", ""])[:3]
         found = await api.instance(zone, name)
-        return None if found is None else row_of(found)
+        return None if found is None or str(found.id) != number else row_of(found)
 
     async def delete(self, api: Any, machine_id: str) -> object:
-        zone, _, name = machine_id.partition("/")
+        zone, name = machine_id.split("/")[:2]
         return await api.delete_instance(zone, name)
 
     def pool_of(self, row: Row | None) -> tuple[str, int] | None:

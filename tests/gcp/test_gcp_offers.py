@@ -1,0 +1,58 @@
+"""`sky offers` lists GCP's machines by card, with both prices from the package's table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
+
+from cli_support import Sky  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("card", "machines"),
+    [
+        ("H100", {"a3-highgpu-1g", "a3-highgpu-2g", "a3-highgpu-4g", "a3-highgpu-8g"}),
+        (
+            "L4",
+            {
+                "g2-standard-4",
+                "g2-standard-8",
+                "g2-standard-16",
+                "g2-standard-24",
+                "g2-standard-48",
+                "g2-standard-96",
+            },
+        ),
+        (
+            "V100",
+            {
+                "n1-standard-8+1xnvidia-tesla-v100",
+                "n1-standard-16+2xnvidia-tesla-v100",
+                "n1-standard-32+4xnvidia-tesla-v100",
+                "n1-standard-64+8xnvidia-tesla-v100",
+            },
+        ),
+    ],
+)
+def test_sky_offers_lists_the_machine_families_of_a_card(
+    tmp_path: Path, card: str, machines: set[str]
+) -> None:
+    listing = Sky(tmp_path).json("offers", "--provider", "gcp", "--accelerator", card)
+    assert {o["instance_type"] for o in listing["offers"]} == machines
+
+
+def test_an_offer_carries_both_prices_and_an_a3_h100_is_spot_only_below_eight_gpus(tmp_path: Path) -> None:
+    offers = {o["instance_type"]: o for o in Sky(tmp_path).json("offers", "--provider", "gcp")["offers"]}
+    t4 = offers["n1-standard-4+1xnvidia-tesla-t4"]
+    assert (t4["provider"], t4["accelerator"], t4["accelerator_count"], t4["region"]) == (
+        "gcp",
+        "T4",
+        1,
+        "us-central1",
+    )
+    assert t4["spot_price"] < t4["on_demand_price"]
+    assert offers["a3-highgpu-1g"]["on_demand_price"] is None and offers["a3-highgpu-8g"]["on_demand_price"]
