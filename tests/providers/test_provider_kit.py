@@ -51,6 +51,12 @@ def test_not_found_is_gone_and_too_many_requests_is_rate_limited() -> None:
     assert isinstance(ERRORS.reading(429, {"detail": "slow down"}, "list machines"), RateLimited)
 
 
+def test_an_error_wrapped_in_an_error_object_is_read_inside_it() -> None:
+    body = {"error": {"code": "launch/sold out", "message": "no room", "suggestion": "try later"}}
+    error = ERRORS.reading(400, body, "create a machine")
+    assert isinstance(error, CapacityError) and str(error).endswith("create a machine: no room")
+
+
 def test_a_known_refusal_says_what_to_do() -> None:
     body = {"code": "insufficient_funds", "message": "balance too low"}
     error = ERRORS.reading(402, body, "create a machine")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import attrs
 import structlog
 
 from skyward.errors import ProvisionError
@@ -37,16 +36,7 @@ GONE_STATUSES = ("terminating", "terminated", "preempted")
 __all__ = ["LOGGER", "Gone", "LambdaAPI", "gone"]
 
 
-@attrs.frozen(kw_only=True)
-class LambdaErrors(ApiErrors):
-    """`ApiErrors` for Lambda's envelope: the code and message are inside `{"error": {...}}`."""
-
-    def reading(self, status: int, body: Any, what: str) -> ProvisionError:
-        inner = body.get("error") if isinstance(body, dict) else None
-        return super().reading(status, inner if isinstance(inner, dict) else body, what)
-
-
-ERRORS = LambdaErrors(
+ERRORS = ApiErrors(
     cloud="Lambda Cloud",
     credential="the API key",
     credentials=f"check {API_KEY_VARIABLE} (or LambdaCloud(api_key=...))",
@@ -80,10 +70,8 @@ class LambdaAPI(JsonApi):
 
     async def add_ssh_key(self, name: str, public_key: str) -> str:
         body = {"name": name, "public_key": public_key}
-        row = data(await self.call("POST", "/ssh-keys", "register the pool's SSH key", json=body))
-        if not isinstance(row, dict) or not row.get("id"):
-            raise ProvisionError(f"Lambda Cloud registered SSH key {name} without an id: {row!r}")
-        return str(row["id"])
+        key_id, _ = await self.create("/ssh-keys", "register the pool's SSH key", within="data", json=body)
+        return key_id
 
     async def ssh_keys(self) -> list[dict[str, Any]]:
         rows = data(await self.call("GET", "/ssh-keys", "list SSH keys"))

@@ -90,7 +90,10 @@ class ApiErrors:
     advice: Mapping[str, str] = attrs.field(factory=dict)
 
     def reading(self, status: int, body: Any, what: str) -> ProvisionError:
-        """The error for an answer with `status` >= 400 to the call that does `what`."""
+        """The error for an answer with `status` >= 400 to the call that does `what`; an API that
+        wraps its code and message in `{"error": {...}}` (Lambda's) is read inside it."""
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            body = body["error"]
         message = message_of(body) or f"HTTP {status}"
         code = str(body.get("code") or "") if isinstance(body, dict) else ""
         words = f"{code} {message}".lower()
