@@ -8,7 +8,6 @@ try them (`market.rental.in_order`): a zone refused for capacity falls over to t
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -46,8 +45,8 @@ def matching(spec: Spec, shapes: Iterable[Shape] = SHAPES) -> list[Shape]:
     acc = spec.accelerator
     memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
     wanted = "a CPU machine" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
-    cards = sorted({s.card for s in SHAPES if s.card})
-    close = difflib.get_close_matches(acc.name if acc else "", cards, n=4, cutoff=0.3)
+    cards = sorted({f"{s.card} {s.gpu_memory_gb:g}GB" for s in SHAPES if s.card})
+    close = [c for c in cards if acc is not None and names_card(c, acc.name)]
     raise NoOffersError(
         f"GCP has no machine with {wanted}"
         + (f" and >= {spec.vcpus:g} vCPUs" if spec.vcpus else "")
