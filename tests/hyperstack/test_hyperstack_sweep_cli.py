@@ -49,8 +49,8 @@ def test_ls_lists_the_vms_skyward_named_and_no_other(sky: Sky, hyperstack_api: F
     ours = [leftover(hyperstack_api, "crashed1", 0, 11), leftover(hyperstack_api, "crashed1", 1, 12)]
     listed = sky.json("ls", "--provider", "hyperstack")["machines"]
     assert sorted(int(m["id"]) for m in listed) == ours
-    seen = {(m["provider"], m["pool"], m["instance_type"], m["region"]) for m in listed}
-    assert seen == {("Hyperstack", "crashed1", "n3-A100x1", "CANADA-1")}
+    seen = {(m["provider"], m["pool"], m["instance_type"], m["region"], m["hourly_price"]) for m in listed}
+    assert seen == {("Hyperstack", "crashed1", "n3-A100x1", "CANADA-1", 1.35)}  # 1x A100 at the pricebook's
     hyperstack_api.vms.pop(11), hyperstack_api.vms.pop(12)
 
 

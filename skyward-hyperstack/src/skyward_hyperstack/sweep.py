@@ -21,6 +21,9 @@ from skyward.providers.sweep import Ended, Machine, parse_time
 from skyward_hyperstack.account import API_URL, URL_VARIABLE, locate_api_key
 from skyward_hyperstack.machine import NAME_PREFIX
 
+#: Where `rows` puts a VM's price per hour (the API's row does not carry one).
+PRICE_FIELD = "skyward_hourly_price"
+
 
 def _region(row: Row) -> str:
     environment = row.get("environment")
@@ -43,7 +46,16 @@ class HyperstackSweeper(NamedSweeper):
         return HyperstackAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
 
     async def rows(self, api: Any) -> list[Row]:
-        return list(await api.vms(search=NAME_PREFIX))
+        """Skyward's VMs, each with its flavor's price from the pricebook (None: not listed)."""
+        from skyward_hyperstack.catalog import Flavor
+
+        rows = await api.vms(search=NAME_PREFIX)
+        prices = await api.pricebook()
+        for row in rows:
+            flavor = row.get("flavor")
+            known = isinstance(flavor, dict) and flavor.get("name")
+            row[PRICE_FIELD] = (Flavor.from_api(flavor, prices).price if known else 0) or None
+        return rows
 
     async def row(self, api: Any, machine_id: str) -> Row | None:
         return await api.vm(machine_id)
@@ -65,7 +77,7 @@ class HyperstackSweeper(NamedSweeper):
             provider=self.name, pool=pool, node=node, id=str(row.get("id")),
             instance_type=str(flavor.get("name") or "?"), region=_region(row),
             state=str(row.get("status") or "?"), launched_at=parse_time(row.get("created_at")),
-            hourly_price=None,
+            hourly_price=row.get(PRICE_FIELD),
         )
 
     async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
