@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import register_secret
+from skyward.extension.settings import api_url, secret
 from skyward.providers.base import ProviderConfig
 
 if TYPE_CHECKING:
@@ -25,16 +25,6 @@ if TYPE_CHECKING:
 
 #: The image a machine boots: the first of `GET /images` whose name contains this.
 DEFAULT_IMAGE = "ubuntu"
-
-
-def _secret(instance: MassedCompute, attribute: attrs.Attribute[str | None], value: object) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(
-            "MassedCompute(api_key=...): expected the key as a non-empty string, or None"
-        )
-    register_secret(value)
 
 
 def _image(instance: MassedCompute, attribute: attrs.Attribute[int | str], value: object) -> None:
@@ -57,14 +47,6 @@ def _regions(value: object) -> tuple[str, ...]:
     return tuple(n.strip() for n in names)
 
 
-def _url(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise ConfigurationError(f"MassedCompute(api_url={value!r}): expected an http(s) URL")
-    return value.rstrip("/")
-
-
 @attrs.frozen(kw_only=True)
 class MassedCompute(ProviderConfig):
     """Run a pool on Massed Compute GPU VMs, one VM per node, reached over SSH as root.
@@ -77,13 +59,13 @@ class MassedCompute(ProviderConfig):
     another endpoint (tests, proxies).
     """
 
-    api_key: str | None = attrs.field(default=None, repr=False, validator=_secret)
+    api_key: str | None = attrs.field(default=None, repr=False, validator=secret("MassedCompute"))
     image: int | str = attrs.field(default=DEFAULT_IMAGE, validator=_image)
     regions: tuple[str, ...] = attrs.field(default=None, converter=_regions)
     ssh_user: str = "root"
     ssh_port: int = 22
     python: str | None = None
-    api_url: str | None = attrs.field(default=None, converter=_url)
+    api_url: str | None = attrs.field(default=None, converter=api_url("MassedCompute"))
 
     @property
     def name(self) -> str:

@@ -14,7 +14,7 @@ import attrs
 
 from skyward.containers import image_ref
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import register_secret
+from skyward.extension.settings import api_url, secret
 from skyward.providers.base import ProviderConfig
 
 if TYPE_CHECKING:
@@ -33,27 +33,11 @@ def _docker_image(value: object) -> str:
     return image_ref(value, provider="Novita", argument="docker_image")
 
 
-def _secret(instance: Novita, attribute: attrs.Attribute[str | None], value: object) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError("Novita(api_key=...): expected the key as a non-empty string, or None")
-    register_secret(value)
-
-
 def _positive(instance: Novita, attribute: attrs.Attribute[int], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 10:
         raise ConfigurationError(
             f"Novita({attribute.name}={value!r}): expected a whole number of GB, 10 or more"
         )
-
-
-def _url(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise ConfigurationError(f"Novita(api_url={value!r}): expected an http(s) URL")
-    return value.rstrip("/")
 
 
 @attrs.frozen(kw_only=True)
@@ -67,13 +51,13 @@ class Novita(ProviderConfig):
     already in the image; `api_url` points at another endpoint (tests, proxies).
     """
 
-    api_key: str | None = attrs.field(default=None, repr=False, validator=_secret)
+    api_key: str | None = attrs.field(default=None, repr=False, validator=secret("Novita"))
     docker_image: str = attrs.field(default=DEFAULT_IMAGE, converter=_docker_image)
     disk_gb: int = attrs.field(default=60, validator=_positive)
     cluster_id: str | None = None
     ssh_user: str = "root"
     python: str | None = None
-    api_url: str | None = attrs.field(default=None, converter=_url)
+    api_url: str | None = attrs.field(default=None, converter=api_url("Novita"))
 
     @property
     def name(self) -> str:

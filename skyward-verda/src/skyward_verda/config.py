@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from skyward.errors import ConfigurationError
+from skyward.extension.settings import api_url
 from skyward.observe.logging import register_secret
 from skyward.providers.base import ProviderConfig
 
@@ -55,14 +56,6 @@ def _image(instance: Verda, attribute: attrs.Attribute[str], value: object) -> N
         )
 
 
-def _url(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise ConfigurationError(f"Verda(api_url={value!r}): expected an http(s) URL")
-    return value.rstrip("/")
-
-
 @attrs.frozen(kw_only=True)
 class Verda(ProviderConfig):
     """Run a pool on Verda GPU VMs, one VM per node, reached over SSH as root.
@@ -84,7 +77,7 @@ class Verda(ProviderConfig):
     ssh_user: str = "root"
     ssh_port: int = 22
     python: str | None = None
-    api_url: str | None = attrs.field(default=None, converter=_url)
+    api_url: str | None = attrs.field(default=None, converter=api_url("Verda"))
 
     @property
     def name(self) -> str:
