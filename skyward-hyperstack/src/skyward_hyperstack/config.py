@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import register_secret
+from skyward.extension.settings import api_url, secret
 from skyward.providers.base import ProviderConfig
 
 if TYPE_CHECKING:
@@ -41,14 +41,6 @@ def _region(value: object) -> str | None:
     return value.strip().upper()
 
 
-def _api_key(instance: Hyperstack, attribute: attrs.Attribute[str | None], value: object) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError("Hyperstack(api_key=...): expected the key as a non-empty string, or None")
-    register_secret(value)
-
-
 def _text(instance: Hyperstack, attribute: attrs.Attribute[str], value: object) -> None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ConfigurationError(f"Hyperstack({attribute.name}={value!r}): expected a non-empty string")
@@ -61,14 +53,6 @@ def _cidr(instance: Hyperstack, attribute: attrs.Attribute[str], value: object) 
         raise ConfigurationError(
             f'Hyperstack(ssh_from={value!r}): expected an address range such as "203.0.113.7/32"'
         ) from None
-
-
-def _url(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise ConfigurationError(f"Hyperstack(api_url={value!r}): expected an http(s) URL")
-    return value.rstrip("/")
 
 
 @attrs.frozen(kw_only=True)
@@ -85,7 +69,7 @@ class Hyperstack(ProviderConfig):
     points at another endpoint (tests, proxies). Hyperstack sells no spot VMs.
     """
 
-    api_key: str | None = attrs.field(default=None, repr=False, validator=_api_key)
+    api_key: str | None = attrs.field(default=None, repr=False, validator=secret("Hyperstack"))
     region: str | None = attrs.field(default=None, converter=_region)
     environment: str | None = attrs.field(default=None, validator=_text)
     image: str = attrs.field(default=DEFAULT_IMAGE, validator=_text)
@@ -93,7 +77,7 @@ class Hyperstack(ProviderConfig):
     ssh_user: str = "ubuntu"
     ssh_port: int = 22
     python: str | None = None
-    api_url: str | None = attrs.field(default=None, converter=_url)
+    api_url: str | None = attrs.field(default=None, converter=api_url("Hyperstack"))
 
     @property
     def name(self) -> str:

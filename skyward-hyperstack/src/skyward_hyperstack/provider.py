@@ -22,9 +22,8 @@ import structlog
 from skyward.errors import ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
-from skyward.providers.naming import of_pool
 from skyward.providers.probe import answers_with
-from skyward.providers.rented import RentedCloud
+from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.ssh import head_port
 from skyward_hyperstack.account import resolve_api_key
 from skyward_hyperstack.api import LOGGER, HyperstackAPI, gone
@@ -110,11 +109,7 @@ class HyperstackProvider(RentedCloud):
                 "remote_ip_prefix": self.config.ssh_from, "port_range_min": port, "port_range_max": port,
             }],
         })
-        return Instance(
-            id=vm_id, node=node, ssh_user=self.config.ssh_user, ssh_port=port,
-            hourly_rate=offer.price, on_demand_rate=offer.on_demand_price, spot=False,
-            instance_type=flavor.name, vcpus=flavor.vcpus, memory_gb=flavor.memory_gb,
-        )
+        return rented_instance(vm_id, node, offer, ssh_user=self.config.ssh_user, ssh_port=port)
 
     async def _placed(self, cluster: Cluster, region: str) -> str:
         """The region's environment (made when missing) with the pool's keypair in it (once)."""
@@ -176,12 +171,8 @@ class HyperstackProvider(RentedCloud):
 
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """VMs named for this pool that Hyperstack still lists (a create whose answer was lost)."""
-        return [
-            Instance(id=str(row["id"]), node=-1)
-            for row in await self.api.vms(search=vm_name(cluster.id, 0)[:-1])
-            if row.get("id") is not None and not gone(row)
-            and of_pool(row.get("name"), cluster.id) is not None
-        ]
+        rows = await self.api.vms(search=vm_name(cluster.id, 0)[:-1])
+        return named_leftovers(rows, cluster.id, id_field="id", name_field="name", gone=gone)
 
     async def release(self, cluster: Cluster) -> None:
         """Delete the pool's keypairs (the environments stay: they cost nothing and hold nothing of
