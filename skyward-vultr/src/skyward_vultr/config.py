@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import register_secret
+from skyward.extension.settings import api_url, secret
 from skyward.providers.address import IP_LOOKUP_URL
 from skyward.providers.base import ProviderConfig
 
@@ -43,14 +43,6 @@ def _regions(value: object) -> tuple[str, ...]:
     return tuple(c.strip().lower() for c in codes)
 
 
-def _secret(instance: Vultr, attribute: attrs.Attribute[str | None], value: object) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError("Vultr(api_key=...): expected the key as a non-empty string, or None")
-    register_secret(value)
-
-
 def _cidr(instance: Vultr, attribute: attrs.Attribute[str | None], value: object) -> None:
     if value is None:
         return
@@ -61,14 +53,6 @@ def _cidr(instance: Vultr, attribute: attrs.Attribute[str | None], value: object
             f'Vultr(ssh_cidr={value!r}): expected an address range such as "203.0.113.0/24", or None '
             "for this client's public address"
         ) from None
-
-
-def _url(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise ConfigurationError(f"Vultr(api_url={value!r}): expected an http(s) URL")
-    return value.rstrip("/")
 
 
 def _lookup(instance: Vultr, attribute: attrs.Attribute[str], value: object) -> None:
@@ -96,7 +80,7 @@ class Vultr(ProviderConfig):
     on the image; `api_url` points at another endpoint (tests, proxies).
     """
 
-    api_key: str | None = attrs.field(default=None, repr=False, validator=_secret)
+    api_key: str | None = attrs.field(default=None, repr=False, validator=secret("Vultr"))
     region: tuple[str, ...] = attrs.field(default=None, converter=_regions)
     os_id: int = attrs.field(default=DEFAULT_OS_ID, validator=_os_id)
     image_id: str | None = None
@@ -105,7 +89,7 @@ class Vultr(ProviderConfig):
     ssh_user: str = "root"
     ssh_port: int = 22
     python: str | None = None
-    api_url: str | None = attrs.field(default=None, converter=_url)
+    api_url: str | None = attrs.field(default=None, converter=api_url("Vultr"))
 
     @property
     def name(self) -> str:

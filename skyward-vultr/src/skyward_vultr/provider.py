@@ -25,9 +25,8 @@ from skyward.errors import ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.address import client_cidr
 from skyward.providers.base import Cluster, Instance
-from skyward.providers.naming import of_pool
 from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
-from skyward.providers.rented import RentedCloud
+from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.rest import delete_retrying
 from skyward.providers.ssh import head_port
 from skyward_vultr.account import resolve_api_key
@@ -129,17 +128,9 @@ class VultrProvider(RentedCloud):
 
     async def create_on(self, cluster: Cluster, node: int, offer: Rental) -> Instance:
         row = await self.api.create_instance(self._request(cluster, node, offer))
-        return Instance(
-            id=str(row["id"]),
-            node=node,
-            ssh_user=self.config.ssh_user,
-            ssh_port=self.config.ssh_port,
-            hourly_rate=offer.price,
-            on_demand_rate=offer.on_demand_price,
-            spot=False,
-            instance_type=offer.ref.name,
-            vcpus=offer.ref.vcpus,
-            memory_gb=offer.ref.memory_gb,
+        config = self.config
+        return rented_instance(
+            str(row["id"]), node, offer, ssh_user=config.ssh_user, ssh_port=config.ssh_port
         )
 
     def _request(self, cluster: Cluster, node: int, offer: Rental) -> dict[str, Any]:
@@ -198,11 +189,8 @@ class VultrProvider(RentedCloud):
     async def leftovers(self, cluster: Cluster) -> list[Instance]:
         """Instances tagged and labelled for this pool that Vultr still lists (a creation whose
         answer was lost)."""
-        return [
-            Instance(id=str(row["id"]), node=-1)
-            for row in await self.api.instances(tag=TAG)
-            if row.get("id") and of_pool(row.get("label"), cluster.id.lower()) is not None
-        ]
+        rows = await self.api.instances(tag=TAG)
+        return named_leftovers(rows, cluster.id, id_field="id", name_field="label")
 
     async def release(self, cluster: Cluster) -> None:
         """Delete the pool's firewall group (retried: Vultr may still be detaching it from the
