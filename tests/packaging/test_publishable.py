@@ -49,16 +49,18 @@ URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One wheel per folder, each built alone into its own directory."""
+    """One wheel per folder, each built from its folder alone by its own build backend. One pip
+    builds them all: a pip run per folder cost a second of CPU each, the builds a third of one."""
+    out = tmp_path_factory.mktemp("wheels")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", str(out), *(str(ROOT / folder) for folder in FOLDERS)],
+        check=True,
+    )
     built: dict[str, Path] = {}
     for folder in FOLDERS:
-        out = tmp_path_factory.mktemp(folder)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-             "--wheel-dir", str(out), str(ROOT / folder)],
-            check=True,
-        )
-        (built[folder],) = out.glob("*.whl")
+        name = re.sub(r"[-_.]+", "_", pyproject(folder)["name"]).lower()
+        (built[folder],) = out.glob(f"{name}-[0-9]*.whl")
     return built
 
 
