@@ -53,6 +53,31 @@ class Account:
         return f"Account(project={self.project!r})"
 
 
+def on_google_cloud() -> bool:
+    """Whether this machine is a Google Cloud VM (its metadata server may hold credentials): the
+    DMI product name says so, as google-auth reads it, or `$GCE_METADATA_HOST` names a server."""
+    if os.environ.get("GCE_METADATA_HOST"):
+        return True
+    try:
+        return Path("/sys/class/dmi/id/product_name").read_text().strip().startswith("Google")
+    except OSError:
+        return False
+
+
+def missing_message() -> str:
+    return (
+        f"GCP needs Application Default Credentials: set {CREDENTIALS_VARIABLE} to a service account "
+        f"key file, or run `{LOGIN_COMMAND}` (it writes {gcloud_adc_file()})"
+    )
+
+
+def require_credentials() -> None:
+    """A `ConfigurationError` naming where credentials are looked for when none can be there (no
+    ADC file, and not a Google Cloud VM): at pool start, before any request or network probe."""
+    if not locate_credentials().found and not on_google_cloud():
+        raise ConfigurationError(missing_message())
+
+
 def resolve_account(project: str | None) -> Account:
     """Application Default Credentials (see the module) and the project to use; a
     `ConfigurationError` naming where they are looked for when either is missing."""
@@ -62,11 +87,7 @@ def resolve_account(project: str | None) -> Account:
     try:
         credentials, found_project = google.auth.default(scopes=[COMPUTE_SCOPE])
     except DefaultCredentialsError as exc:
-        raise ConfigurationError(
-            f"GCP needs Application Default Credentials: set {CREDENTIALS_VARIABLE} to a service "
-            f"account key file, or run `{LOGIN_COMMAND}` (it writes {gcloud_adc_file()}); "
-            f"google-auth said: {exc}"
-        ) from None
+        raise ConfigurationError(f"{missing_message()}; google-auth said: {exc}") from None
     chosen = project or found_project or os.environ.get(PROJECT_VARIABLE, "").strip()
     if not chosen:
         raise ConfigurationError(

@@ -42,10 +42,9 @@ def _where(instance: GCP, attribute: attrs.Attribute[str | None], value: object)
 
 
 def _one_place(instance: GCP) -> None:
-    if (instance.zone is None) == (instance.region is None):
+    if instance.zone is not None and instance.region is not None:
         raise ConfigurationError(
-            'GCP needs one of zone= ("us-central1-a") or region= ("us-central1": every zone of it '
-            f"is tried), not {'both' if instance.zone else 'neither'}"
+            'GCP takes zone= ("us-central1-a") or region= ("us-central1": each zone tried), not both'
         )
 
 
@@ -67,8 +66,8 @@ class GCP(ProviderConfig):
     """Run a pool on Compute Engine VMs, one VM per node, reached over SSH as root.
 
     `project` defaults to the credentials' project, else `$GOOGLE_CLOUD_PROJECT`. `zone` places
-    every VM there; `region` tries each zone of the region (a zone without room falls over to
-    the next). `Spec.allocation` picks spot VMs (deleted when preempted) or on-demand; the
+    every VM there; `region` (else `Spec.region`) tries each zone of the region (a zone without
+    room falls over to the next). `Spec.allocation` picks spot VMs (deleted when preempted) or on-demand; the
     accelerator picks the machine family (A3 H100, A2 A100, G2 L4, N1 with T4 or V100 attached).
     `image` is the boot image, `disk_gb` the boot disk when `Spec.disk_gb` is unset, `network`
     the VPC. `service_account` is the VMs' account, whose token lets a VM delete itself when its
@@ -104,7 +103,8 @@ class GCP(ProviderConfig):
         return self.api_endpoint or API_ROOT
 
     def create(self, options: Options | None = None) -> GCPProvider:
-        """The provider for one pool (no I/O: credentials are resolved when it prepares)."""
+        """The provider for one pool: none of the places credentials come from has any fails
+        here, naming them; they are read when it prepares."""
         from skyward_gcp.provider import GCPProvider
 
         return GCPProvider(self, options)
@@ -131,10 +131,17 @@ class GCP(ProviderConfig):
         return GCPOffers()
 
     def missing_credentials(self) -> MissingCredential | None:
-        """No ADC file found (a VM's metadata-server credentials are found at pool start only)."""
+        """No ADC file found, off Google Cloud (a VM's own credentials are its metadata server's)."""
         from skyward.providers.credentials import lacking
-        from skyward_gcp.account import CREDENTIALS_VARIABLE, LOGIN_COMMAND, locate_credentials
+        from skyward_gcp.account import (
+            CREDENTIALS_VARIABLE,
+            LOGIN_COMMAND,
+            locate_credentials,
+            on_google_cloud,
+        )
 
+        if on_google_cloud():
+            return None
         return lacking(
             locate_credentials(),
             provider="GCP",

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from skyward.errors import NoOffersError, ProvisionError
+from skyward.errors import ConfigurationError, NoOffersError, ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.address import ANYWHERE, client_cidr
 from skyward.providers.base import Cluster, Instance, NodeSetup
 from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
-from skyward_gcp.account import resolve_account
+from skyward_gcp.account import require_credentials, resolve_account
 from skyward_gcp.api import LOGGER, ComputeApi
 from skyward_gcp.machine import (
     POOL_LABEL,
@@ -90,6 +90,7 @@ class GCPProvider(RentedCloud):
 
     def __init__(self, config: GCP, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
+        require_credentials()  # when a pool starts: none there fails now, naming where they go
         self.config = config
         self.api: ComputeApi | None = None
         self._log = structlog.get_logger(LOGGER)
@@ -117,6 +118,10 @@ class GCPProvider(RentedCloud):
     async def prepare_cloud(self, spec: Spec, pool_id: str) -> Cluster:
         """Credentials, the zones' listings and the firewall rule; nothing billable."""
         shapes = matching(spec)
+        if not (self.config.zone or self.config.region or spec.region):
+            raise ConfigurationError(
+                'GCP needs a place: GCP(zone="us-central1-a"), GCP(region="us-central1") or a spec region'
+            )
         api = await self._connect()
         try:
             zones = await self._listings(api, spec)
@@ -143,9 +148,10 @@ class GCPProvider(RentedCloud):
 
     async def _listings(self, api: ComputeApi, spec: Spec) -> dict[str, set[str]]:
         """Zone -> the machine and accelerator type names it lists."""
-        zones = [self.config.zone] if self.config.zone else await api.zones(str(self.config.region))
+        region = self.config.region or spec.region
+        zones = [self.config.zone] if self.config.zone else await api.zones(str(region))
         if not zones:
-            raise ProvisionError(f"GCP lists no zone in region {self.config.region!r}; check GCP(region=...)")
+            raise ProvisionError(f"GCP lists no zone in region {region!r}; check GCP(region=...)")
 
         async def listing(zone: str) -> set[str]:
             machines, accelerators = await asyncio.gather(
