@@ -22,6 +22,12 @@ Beside the throughput, the same map on a Local pool of 2 (its ratio: the 2x targ
 `cat >/dev/null` on a raw channel to each host at once (the 70% target), and one of each alone.
 A second floor echoes on a connection without asyncssh's IGNORE padding, as Skyward's own
 connections send: the target is against the raw channel, this one says what is left.
+
+A smoke run (`--quick`) is for the code, not the figures: its cold start is on hosts with uv and
+this machine's uv cache (a fresh host's pip install of uv and download of every wheel are most of
+the case's CPU, and tests/ssh/test_ssh_warm_environment.py covers them), it sends 10 MB instead of
+100, and it takes its round trips on the start figures' hosts and warm environment instead of
+bootstrapping a second pair.
 """
 
 from __future__ import annotations
@@ -94,19 +100,26 @@ def measure(config: Config) -> dict[str, list[float]]:
     runs: dict[str, list[float]] = {"ssh.p50": [], "ssh.tasks_per_s": [], "ssh.cold_start_s": [],
                                     "ssh.warm_start_s": [], "ssh.floor_p50": [], "ssh.vs_floor": []}
     runs.update({f.key: [] for f in figures() if f.key not in runs})
-    for _ in range(config.repeat):
-        # As new cloud VMs: no uv on the logins' PATH, no caches (`start_hosts(fresh=True)`).
-        fresh = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2, fresh=True)
-        try:
-            for key in ("ssh.cold_start_s", "ssh.warm_start_s"):
-                began = time.perf_counter()
-                with ssh_pool(fresh, image=_start_image()):
-                    runs[key].append(time.perf_counter() - began)
-        finally:
-            fresh.stop()
-    hosts = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2)
+    hosts = None
     try:
-        with ssh_pool(hosts) as pool:
+        for n in range(config.repeat):
+            # As new cloud VMs: no uv on the logins' PATH, no caches (`start_hosts(fresh=True)`).
+            folder = Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-"))
+            fresh = start_hosts(folder, 2, fresh=not config.quick)
+            try:
+                for key in ("ssh.cold_start_s", "ssh.warm_start_s"):
+                    began = time.perf_counter()
+                    with ssh_pool(fresh, image=_start_image()):
+                        runs[key].append(time.perf_counter() - began)
+            finally:
+                if config.quick and n == config.repeat - 1:
+                    hosts = fresh  # a smoke run measures on these, its environment warm
+                else:
+                    fresh.stop()
+        if hosts is None:
+            hosts = start_hosts(Path(tempfile.mkdtemp(prefix="skyward-bench-ssh-")), 2)
+        # A smoke run's pool takes the warm environment of the start figures (no second cold bootstrap).
+        with ssh_pool(hosts, image=_start_image() if config.quick else None) as pool:
             noop = sky.function(bench_tasks.noop)
             for _ in range(config.pick(200, 50)):
                 noop() >> pool
@@ -134,18 +147,19 @@ def measure(config: Config) -> dict[str, list[float]]:
                     floor = statistics.median(unpadded_samples) * 1e6
                     runs["ssh.floor_unpadded_p50"].append(floor)
                     runs["ssh.vs_floor_unpadded"].append(runs["ssh.p50"][-1] / floor)
-                    measure_throughput(pool, hosts, runs, count)
+                    measure_throughput(pool, hosts, runs, count, config.pick(BULK_BYTES, QUICK_BULK_BYTES))
             finally:
                 echo.close()
                 unpadded.close()
             return runs
     finally:
-        hosts.stop()
+        if hosts is not None:
+            hosts.stop()
         cloudpickle.unregister_pickle_by_value(bench_tasks)
 
 
-def measure_throughput(pool: Any, hosts: Any, runs: dict[str, list[float]], count: int) -> None:
-    """A map of no-ops on the pool, the same map on Local beside it, and the 100 MB transfers."""
+def measure_throughput(pool: Any, hosts: Any, runs: dict[str, list[float]], count: int, nbytes: int) -> None:
+    """A map of no-ops on the pool, the same map on Local beside it, and the bulk transfers of `nbytes`."""
     import bench_tasks
 
     began = time.perf_counter()
@@ -155,7 +169,7 @@ def measure_throughput(pool: Any, hosts: Any, runs: dict[str, list[float]], coun
     local = local_tasks_per_s(count)
     runs["ssh.local_tasks_per_s"].append(local)
     runs["ssh.local_vs_ssh"].append(local / runs["ssh.tasks_per_s"][-1])
-    for key, value in bulk_rates(pool, hosts).items():
+    for key, value in bulk_rates(pool, hosts, nbytes).items():
         runs[key].append(value)
 
 
@@ -268,52 +282,54 @@ def local_tasks_per_s(count: int) -> float:
 
 #: The bulk argument: 100 MB of random float64 (lz4 gains nothing on it, so none is tried).
 BULK_BYTES = 100 * 1024 * 1024
+#: A smoke run's (`--quick`): enough to cross every path, a tenth of the encrypting CPU.
+QUICK_BULK_BYTES = 10 * 1024 * 1024
 #: The raw channels' writes: the size at which asyncssh sends fastest here.
 CHUNK = 1024 * 1024
 
 
-def bulk_rates(pool: Any, hosts: Any) -> dict[str, float]:
-    """A 100 MB argument to each node at once (a broadcast) and to one node, in MB/s: the bytes
+def bulk_rates(pool: Any, hosts: Any, nbytes: int = BULK_BYTES) -> dict[str, float]:
+    """An `nbytes` argument (100 MB) to each node at once (a broadcast) and to one node, in MB/s: the bytes
     over the time from the call to their arrival on the worker (its clock is this machine's).
-    Beside them the floor: `cat >/dev/null` reading 100 MB on raw asyncssh channels, one to each
+    Beside them the floor: `cat >/dev/null` reading as many bytes on raw asyncssh channels, one to each
     host at once (from one event loop, as a pool's channels are), then one channel alone."""
     import bench_tasks
     import numpy as np
 
     import skyward as sky
 
-    array = np.random.default_rng().random(BULK_BYTES // 8)
+    array = np.random.default_rng().random(nbytes // 8)
     receive = sky.function(bench_tasks.receive)
     began = time.time()
     arrivals = receive(array) @ pool
-    to_each = min(BULK_BYTES / (at - began) for at in arrivals) / 1e6
+    to_each = min(nbytes / (at - began) for at in arrivals) / 1e6
     began = time.time()
-    to_one = BULK_BYTES / ((receive(array) >> pool) - began) / 1e6
+    to_one = nbytes / ((receive(array) >> pool) - began) / 1e6
     del array
-    floor_each = min(channel_bulk_rates(hosts.servers, hosts))
-    (floor_one,) = channel_bulk_rates(hosts.servers[:1], hosts)
+    floor_each = min(channel_bulk_rates(hosts.servers, hosts, nbytes))
+    (floor_one,) = channel_bulk_rates(hosts.servers[:1], hosts, nbytes)
     return {"ssh.payload_MBps": to_each, "ssh.payload_floor_MBps": floor_each,
             "ssh.payload_vs_floor": to_each / floor_each, "ssh.payload_one_MBps": to_one,
             "ssh.channel_MBps": floor_one}
 
 
-def channel_bulk_rates(servers: list[Any], hosts: Any) -> list[float]:
-    """MB/s of 100 MB written to `cat >/dev/null` on each of `servers` at once, until cat exits."""
+def channel_bulk_rates(servers: list[Any], hosts: Any, nbytes: int = BULK_BYTES) -> list[float]:
+    """MB/s of `nbytes` (100 MB) written to `cat >/dev/null` on each of `servers` at once, until cat exits."""
     import asyncio
     import contextlib
     import os
 
-    data = os.urandom(BULK_BYTES)
+    data = os.urandom(nbytes)
 
     async def send(process: Any, began: float) -> float:
         # In 1 MiB slices, drained in turn: asyncssh sends one 100 MB write a third slower.
         view = memoryview(data)
-        for start in range(0, BULK_BYTES, CHUNK):
+        for start in range(0, nbytes, CHUNK):
             process.stdin.write(view[start : start + CHUNK])
             await process.stdin.drain()
         process.stdin.write_eof()
         await process.wait()
-        return BULK_BYTES / (time.perf_counter() - began) / 1e6
+        return nbytes / (time.perf_counter() - began) / 1e6
 
     async def run() -> list[float]:
         async with contextlib.AsyncExitStack() as stack:
