@@ -24,7 +24,7 @@ import attrs
 
 if TYPE_CHECKING:
     from skyward.providers.base import Instance
-    from skyward.transport.ssh import Connection
+    from skyward.transport.ssh_connect import Connection
 
 #: `Options.ssh_timeout` / `ssh_retry_interval` when left at None.
 DEFAULT_SSH_TIMEOUT = 60.0
