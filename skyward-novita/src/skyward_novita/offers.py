@@ -11,17 +11,13 @@ points the source at another endpoint, as it does the sweeper.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
-import attrs
-
+from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
-from skyward.market.source import MARKETPLACE_TTL
 from skyward.providers.calls import run_closing
-from skyward.providers.credentials import CredentialStatus
-from skyward_novita.account import API_URL, locate_api_key, resolve_api_key
+from skyward_novita.account import API_KEY_VARIABLE, API_URL, KEYS_PAGE
 from skyward_novita.catalog import PRICE_UNIT, offer_of
 
 URL_VARIABLE = "NOVITA_API_URL"
@@ -34,33 +30,23 @@ def offers_of(product: dict[str, Any], spot: float | None, provider: str = "novi
         yield offer_of(product, count, spot, provider)
 
 
-@attrs.frozen
-class NovitaOffers:
+class NovitaOffers(KeyedOffers):
     """Novita's GPU products and their prices, for one account and endpoint."""
 
-    api_key: str | None = attrs.field(default=None, repr=False)
-    api_url: str | None = None
-    name: str = "novita"
-    ttl: float = MARKETPLACE_TTL
+    name = "novita"
+    cloud = "Novita"
+    default_url = API_URL
+    url_variable = URL_VARIABLE
+    key_variable = API_KEY_VARIABLE
+    key_hint = f"create one at {KEYS_PAGE}"
 
-    @property
-    def key(self) -> str:
-        return self.api_url or os.environ.get(URL_VARIABLE) or API_URL
-
-    def credentials(self) -> CredentialStatus:
-        if self.api_key:
-            return CredentialStatus(found=True, where="Novita(api_key=...)")
-        return locate_api_key()
-
-    def fetch(self) -> list[Offer]:
+    def listing(self, api_key: str, url: str) -> list[Offer]:
         from skyward_novita.api import NovitaAPI
 
-        api_key = resolve_api_key(self.api_key)
-
-        async def listing(api: NovitaAPI) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        async def products(api: NovitaAPI) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             return await api.products(1, spot=False), await api.products(1, spot=True)
 
-        on_demand, spot = run_closing(lambda: NovitaAPI(api_key, self.key), listing)
+        on_demand, spot = run_closing(lambda: NovitaAPI(api_key, url), products)
         spot_prices = {row.get("id"): float(row.get("spotPrice") or 0) / PRICE_UNIT for row in spot}
         return [
             offer

@@ -6,6 +6,8 @@ orders its specs by it, so the price a user is shown is the price a pool compare
 - `offer`: the record (`Offer`), one way to rent one machine, with its spot and on-demand price;
 - `source`: the contract a provider package answers (`OfferSource`, through the
   `skyward_offer_sources` hook, and optionally `ProviderConfig.offer_source()`);
+- `keyed_offers`: the source of a cloud whose API takes one key (`KeyedOffers`: the cloud writes
+  its listing);
 - `store`: the on-disk catalog (SQLite under `~/.skyward`), one snapshot per source;
 - `refresh`: which sources are asked, when (by age), and what each answered;
 - `query`: the fluent query over the catalog (`OfferQuery`);
