@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import attrs
-
+from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
-from skyward.market.source import MARKETPLACE_TTL
 from skyward.providers.calls import known_or_none, run_closing
-from skyward.providers.credentials import CredentialStatus
-from skyward_massedcompute.account import env_url, locate_api_key, resolve_api_key
+from skyward_massedcompute.account import API_KEY_VARIABLE, API_URL, KEYS_PAGE, URL_VARIABLE, resolve_api_key
 from skyward_massedcompute.catalog import PROVIDER, Product, matching, offer_of, plan
 
 if TYPE_CHECKING:
@@ -31,29 +28,20 @@ if TYPE_CHECKING:
 PRICE_TIMEOUT = 15.0
 
 
-@attrs.frozen
-class MassedOffers:
+class MassedOffers(KeyedOffers):
     """Massed Compute's products and their prices, for one account and endpoint."""
 
-    api_key: str | None = attrs.field(default=None, repr=False)
-    api_url: str | None = None
-    name: str = PROVIDER
-    ttl: float = MARKETPLACE_TTL
+    name = PROVIDER
+    cloud = "MassedCompute"
+    default_url = API_URL
+    url_variable = URL_VARIABLE
+    key_variable = API_KEY_VARIABLE
+    key_hint = f"create one at {KEYS_PAGE}"
 
-    @property
-    def key(self) -> str:
-        return self.api_url or env_url()
-
-    def credentials(self) -> CredentialStatus:
-        if self.api_key:
-            return CredentialStatus(found=True, where="MassedCompute(api_key=...)")
-        return locate_api_key()
-
-    def fetch(self) -> list[Offer]:
+    def listing(self, api_key: str, url: str) -> list[Offer]:
         from skyward_massedcompute.api import MassedAPI
 
-        api_key = resolve_api_key(self.api_key)
-        inventory = run_closing(lambda: MassedAPI(api_key, self.key), MassedAPI.inventory)
+        inventory = run_closing(lambda: MassedAPI(api_key, url), MassedAPI.inventory)
         return [offer_of(Product.from_api(name, row)) for name, row in inventory.items()]
 
 
