@@ -44,7 +44,7 @@ ERRORS = ApiErrors(
     advice={"insufficient balance": "add credit to the Hyperstack account"},
 )
 #: VM statuses after which the machine bills no more (or is going).
-GONE_STATUSES = ("DELETING", "DELETED", "SHUTOFF_DELETING")
+GONE_STATUSES = ("DELETING", "DELETED")
 ACCESS_KEYS = "/object-storage/access-keys"
 #: VMs are listed this many per page, at most `MAX_PAGES` pages (10,000 VMs).
 PAGE_SIZE = 100
