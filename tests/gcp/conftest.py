@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
 sys.path.insert(0, str(Path(__file__).parent))
 
 from cloud_fakes import serving  # noqa: E402
-from fake_gcp import FakeGCP, service_account_key, write_key  # noqa: E402
+from fake_gcp import FakeGCP  # noqa: E402
+from gcp_world import service_account_key, write_key  # noqa: E402
 
 #: Where the client would trade its key for a token, if it did: a closed loopback port.
 TOKEN_URI = "http://127.0.0.1:9/token"

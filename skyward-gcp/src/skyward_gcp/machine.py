@@ -22,10 +22,10 @@ variable google-auth honours; the tests' fake VMs set it to their own fake serve
 
 from __future__ import annotations
 
-import base64
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from skyward.providers import vm_boot
 from skyward.providers.cloud import HOST_KEY_VARIABLE
 from skyward.providers.naming import machine_name, parse_machine_name
 
@@ -90,28 +90,23 @@ def pool_of(name: object, labels: dict[str, str] | None) -> tuple[str, int] | No
 def end_command(api_root: str) -> str:
     """What the node's guardian runs when the pool's lease lapses: the VM deletes itself through
     the Compute Engine API at `api_root`, with the token its metadata server gives it."""
-    q = shlex.quote
-    program = base64.b64encode(_END.strip().encode()).decode()
-    run = f"import base64; exec(base64.b64decode('{program}'))"  # one line: scripts are read by line
-    return f"python3 -c {q(run)} {q(api_root)}"
+    return vm_boot.end_command(_END, api_root)
 
 
 def startup_script(access: MachineAccess, guardian: BootGuardian | None = None) -> str:
     """The VM's startup script (bash, as root, at boot). `set -e`: a VM that cannot install the
     pool's keys must never answer SSH with the image's."""
-    q = shlex.quote
     lines = [
         "#!/bin/bash",
         "set -e",
-        f"export {HOST_KEY_VARIABLE}={q(access.host_key_b64)}",
+        f"export {HOST_KEY_VARIABLE}={shlex.quote(access.host_key_b64)}",
         access.container_script(ssh_dir="/etc/ssh", home="/root"),
         "mkdir -p /etc/ssh/sshd_config.d && printf 'PermitRootLogin prohibit-password\\n'"
         " > /etc/ssh/sshd_config.d/60-skyward.conf",
-        "systemctl restart ssh 2>/dev/null || systemctl restart sshd 2>/dev/null"
-        " || service ssh restart || true",
+        vm_boot.RESTART_SSHD,
     ]
     if guardian is not None:
-        lines.append(guardian.command(home='"${HOME:-/root}"', inline=True))
+        lines.append(guardian.command(home=vm_boot.HOME, inline=True))
     return "\n".join(lines) + "\n"
 
 
