@@ -60,7 +60,7 @@ def test_no_capacity_anywhere_fails_with_a_capacity_error_within_the_provision_t
 
 
 def test_spot_is_refused_since_massed_compute_sells_none(massed_api: FakeMassed) -> None:
-    with pytest.raises(NoOffersError, match="no spot"), massed_pool(massed_api, allocation="spot"):
+    with pytest.raises(NoOffersError, match="sells no spot"), massed_pool(massed_api, allocation="spot"):
         pass
     assert massed_api.launches == []
 
@@ -91,9 +91,9 @@ def test_a_missing_key_fails_naming_the_variable_before_any_request(massed_api: 
         pass
 
 
-def test_an_unknown_accelerator_fails_naming_close_cards(massed_api: FakeMassed) -> None:
+def test_an_unknown_accelerator_fails_naming_close_gpus(massed_api: FakeMassed) -> None:
     with (
-        pytest.raises(NoOffersError, match=r"no product with 1x B200.*close cards"),
+        pytest.raises(NoOffersError, match=r"no product with 1x B200.*close GPUs"),
         massed_pool(massed_api, accelerator="B200"),
     ):
         pass

@@ -11,16 +11,14 @@ else one per product deployed to "any" region (Massed Compute's own choice). The
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.errors import NoOffersError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, in_order, memory_fits, names_card, whole_gpus
+from skyward.market.rental import Rental, fits, in_order, no_fit, on_demand_only
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -98,42 +96,24 @@ def offer_of(product: Product, region: str = "") -> Offer:
 
 def matching(spec: Spec, products: Iterable[Product]) -> list[Product]:
     """The products that carry the spec's accelerator (count, memory) and its vCPUs and memory."""
-    if spec.allocation == "spot":
-        raise NoOffersError('Massed Compute sells no spot machines: use allocation="on-demand"')
+    on_demand_only(spec.allocation, "Massed Compute")
     listed = list(products)
-    found = []
-    for product in listed:
-        acc = spec.accelerator
-        if acc is None and product.gpus:
-            continue
-        if acc is not None and (
-            product.gpus != whole_gpus(acc.count, "Massed Compute")
-            or not names_card(f"{product.name.replace('_', ' ')} {product.description}", acc.name)
-            or not memory_fits(product.gpu_memory_gb, acc.memory_gb)
-        ):
-            continue
-        if (spec.vcpus and product.vcpus < spec.vcpus) or (
-            spec.memory_gb and product.memory_gb < spec.memory_gb
-        ):
-            continue
-        found.append(product)
+    found = [
+        p
+        for p in listed
+        if fits(
+            spec,
+            cloud="Massed Compute",
+            card=f"{p.name.replace('_', ' ')} {p.description}",
+            gpus=p.gpus,
+            gpu_memory_gb=p.gpu_memory_gb,
+            vcpus=p.vcpus,
+            memory_gb=p.memory_gb,
+        )
+    ]
     if not found:
-        raise _none_fits(spec, listed)
+        raise no_fit(spec, [p.card for p in listed if p.gpus], cloud="Massed Compute", kind="product")
     return found
-
-
-def _none_fits(spec: Spec, products: list[Product]) -> NoOffersError:
-    acc = spec.accelerator
-    memory = f" ({acc.memory_gb:g} GB)" if acc is not None and acc.memory_gb else ""
-    wanted = "a CPU machine" if acc is None else f"{acc.count:g}x {acc.name}{memory}"
-    cards = sorted({p.card for p in products if p.gpus})
-    close = difflib.get_close_matches(acc.name.upper() if acc else "CPU", cards, n=4, cutoff=0.3)
-    return NoOffersError(
-        f"Massed Compute has no product with {wanted}"
-        + (f" and >= {spec.vcpus:g} vCPUs" if spec.vcpus else "")
-        + (f" and >= {spec.memory_gb:g} GB RAM" if spec.memory_gb else "")
-        + f"; close cards: {', '.join(close or cards[:6]) or 'none'}"
-    )
 
 
 def plan(spec: Spec, products: Iterable[Product], regions: tuple[str, ...] = ()) -> list[Rental]:
