@@ -18,13 +18,7 @@ service (the tests' fake one); AWS's own is `http://169.254.169.254`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import shlex
-from typing import Any
-
-import structlog
+from skyward.providers.notices import NodeNotices, Notice
 
 #: How often a node asks at most (AWS's advice); a pool with a shorter reconcile tick asks as often.
 POLL_INTERVAL = 5.0
@@ -85,72 +79,25 @@ while True:
 """
 
 
-class SpotNotices:
-    """What the nodes' watchers reported, by instance id (see the module)."""
+class SpotNotices(NodeNotices):
+    """What the nodes' watchers reported, by instance id (see the module; the watching is the
+    kit's, `skyward.providers.notices`)."""
 
     def __init__(self, metadata_url: str, interval: float, replace_on_rebalance: bool) -> None:
         self.metadata_url = metadata_url
         self.interval = interval
         self.replace_on_rebalance = replace_on_rebalance
-        #: Instance id -> why it is being taken back.
-        self.taken: dict[str, str] = {}
-        self._watchers: dict[str, tuple[Any, asyncio.Task[None]]] = {}
-        self._log = structlog.get_logger()
+        super().__init__("AWS", WATCH_SCRIPT, [metadata_url, f"{interval:g}"], self._reason)
 
-    def watching(self, instance_id: str, conn: Any) -> bool:
-        found = self._watchers.get(instance_id)
-        return found is not None and found[0] is conn and not found[1].done()
-
-    async def watch(self, conn: Any, instance_id: str, node: int, python: str, workdir: str) -> None:
-        """Start the watcher on `conn` (the node's connection) unless one runs there already."""
-        if self.watching(instance_id, conn):
-            return
-        self.stop(instance_id)
-        q = shlex.quote
-        run = f"exec {q(python)} -c {q(WATCH_SCRIPT)} {q(self.metadata_url)} {self.interval:g}"
-        command = f"cd {q(workdir)} && {run}"
-        process = await conn.create_process(command, encoding="utf-8")
-        task = asyncio.get_running_loop().create_task(self._read(process, instance_id, node))
-        self._watchers[instance_id] = (conn, task)
-
-    async def _read(self, process: Any, instance_id: str, node: int) -> None:
-        try:
-            async for line in process.stdout:
-                self._notice(instance_id, node, line)
-        except Exception as exc:  # noqa: BLE001 - the connection ended: so does the watch
-            self._log.debug("skyward.aws_spot_watch_ended", instance=instance_id, error=str(exc))
-        finally:
-            with contextlib.suppress(Exception):
-                process.close()
-
-    def _notice(self, instance_id: str, node: int, line: str) -> None:
-        try:
-            notice = json.loads(line)
-        except ValueError:
-            return
+    def _reason(self, notice: Notice) -> str | None:
+        """An interruption notice is a preemption; a rebalance recommendation only when asked to."""
         kind, detail = notice.get("kind"), notice.get("detail") or {}
         if kind == "interruption":
             action, when = detail.get("action", "terminate"), detail.get("time", "soon")
-            self.taken.setdefault(instance_id, f"spot interruption notice: {action} at {when}")
-            self._log.warning("skyward.aws_spot_interruption", instance=instance_id, node=node, action=action,
-                              time=when)
-        elif kind == "rebalance":
-            when = detail.get("noticeTime", "now")
-            self._log.warning("skyward.aws_rebalance_recommendation", instance=instance_id, node=node,
-                              time=when, replaced=self.replace_on_rebalance)
-            if self.replace_on_rebalance:
-                self.taken.setdefault(instance_id, f"rebalance recommendation at {when}")
-        elif kind == "unreachable":
-            self._log.info("skyward.aws_metadata_unreachable", instance=instance_id, node=node, **detail)
+            return f"spot interruption notice: {action} at {when}"
+        if kind == "rebalance" and self.replace_on_rebalance:
+            return f"rebalance recommendation at {detail.get('noticeTime', 'now')}"
+        return None
 
-    def preempted(self, instance_ids: list[str]) -> dict[str, str]:
-        return {i: self.taken[i] for i in instance_ids if i in self.taken}
-
-    def stop(self, instance_id: str) -> None:
-        found = self._watchers.pop(instance_id, None)
-        if found is not None:
-            found[1].cancel()
-
-    def close(self) -> None:
-        for instance_id in list(self._watchers):
-            self.stop(instance_id)
+    #: One line a watcher printed (the kit's `notice`).
+    _notice = NodeNotices.notice
