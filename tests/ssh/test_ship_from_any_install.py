@@ -15,11 +15,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import uuid
 from pathlib import Path
 
 import pytest
-from ssh_hosts import SSHHosts
+from ssh_hosts import SSHHosts, find_uv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,11 +53,24 @@ def copy_of_skyward_core(folder: Path, token: str) -> Path:
     return copy
 
 
-def user_venv(folder: Path, *install: str) -> Path:
-    """A fresh venv with `pip install <install>`; its python. pip builds in its own isolated env."""
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+def user_venv(folder: Path, source: Path, *install: str) -> Path:
+    """A fresh venv with `pip install <install>` of `source`; its python. pip builds in its own
+    isolated env. The venv's dependencies of skyward-core come first, from uv (they are not what
+    is tested, and pip took most of the test's CPU installing them), and the venv has no pip of
+    its own (ensurepip's seconds): this interpreter's pip installs into it (`pip --python`)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *install], check=True, timeout=600)
+    dependencies = tomllib.loads((source / "pyproject.toml").read_text())["project"]["dependencies"]
+    uv = find_uv()
+    assert uv is not None, "uv is missing: pip install -r requirements-test.txt"
+    subprocess.run(
+        [uv, "pip", "install", "--quiet", "--python", str(python), *dependencies], check=True, timeout=600
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", *install,
+         str(source)],
+        check=True, timeout=600,
+    )
     no_backend = subprocess.run([str(python), "-c", "import hatchling"], capture_output=True, text=True)
     assert no_backend.returncode != 0 and "No module named 'hatchling'" in no_backend.stderr
     return python
@@ -80,7 +94,7 @@ def test_an_editable_install_without_hatchling_runs_a_pool_on_an_ssh_host(
 ) -> None:
     token = uuid.uuid4().hex
     source = copy_of_skyward_core(tmp_path, token)
-    python = user_venv(tmp_path / "venv", "-e", str(source))
+    python = user_venv(tmp_path / "venv", source, "-e")
     found = run_pool(python, ssh_hosts, tmp_path)
     assert found["token"] == token
     assert found["file"].startswith(str(ssh_hosts.servers[0].home) + "/")  # the node's venv
@@ -97,7 +111,7 @@ def test_a_non_editable_install_whose_source_is_gone_runs_a_pool_on_an_ssh_host(
 ) -> None:
     token = uuid.uuid4().hex
     source = copy_of_skyward_core(tmp_path / "checkout", token)
-    python = user_venv(tmp_path / "venv", str(source))
+    python = user_venv(tmp_path / "venv", source)
     shutil.rmtree(tmp_path / "checkout")
     found = run_pool(python, ssh_hosts, tmp_path)
     assert found["token"] == token
