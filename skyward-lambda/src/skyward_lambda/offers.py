@@ -11,45 +11,27 @@ points the source at another endpoint, as it does the sweeper.
 
 from __future__ import annotations
 
-import os
-
-import attrs
-
+from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
-from skyward.market.source import MARKETPLACE_TTL
 from skyward.providers.calls import run_closing
-from skyward.providers.credentials import CredentialStatus
-from skyward_lambda.account import API_URL, locate_api_key, resolve_api_key
+from skyward_lambda.account import API_KEY_VARIABLE, API_URL, KEYS_PAGE
 from skyward_lambda.catalog import offer_of, types_of
 
 URL_VARIABLE = "LAMBDA_API_URL"
 
 
-@attrs.frozen
-class LambdaOffers:
+class LambdaOffers(KeyedOffers):
     """Lambda's instance types and their prices, for one account and endpoint."""
 
-    api_key: str | None = attrs.field(default=None, repr=False)
-    api_url: str | None = None
-    name: str = "lambda"
-    ttl: float = MARKETPLACE_TTL
+    name = "lambda"
+    cloud = "LambdaCloud"
+    default_url = API_URL
+    url_variable = URL_VARIABLE
+    key_variable = API_KEY_VARIABLE
+    key_hint = f"create one at {KEYS_PAGE}"
 
-    @property
-    def key(self) -> str:
-        return self.api_url or os.environ.get(URL_VARIABLE) or API_URL
-
-    def credentials(self) -> CredentialStatus:
-        if self.api_key:
-            return CredentialStatus(found=True, where="LambdaCloud(api_key=...)")
-        return locate_api_key()
-
-    def fetch(self) -> list[Offer]:
+    def listing(self, api_key: str, url: str) -> list[Offer]:
         from skyward_lambda.api import LambdaAPI
 
-        api_key = resolve_api_key(self.api_key)
-        listing = run_closing(lambda: LambdaAPI(api_key, self.key), LambdaAPI.instance_types)
-        return [
-            offer_of(kind, region, self.name)
-            for kind in types_of(listing)
-            for region in (kind.regions or ("",))
-        ]
+        types = types_of(run_closing(lambda: LambdaAPI(api_key, url), LambdaAPI.instance_types))
+        return [offer_of(kind, region, self.name) for kind in types for region in (kind.regions or ("",))]
