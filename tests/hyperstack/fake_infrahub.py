@@ -45,9 +45,20 @@ def _flavor(
     flavor_id: int, name: str, region: str, gpu: str, gpus: int, cpu: int, ram: int
 ) -> dict[str, Any]:
     return {
-        "id": flavor_id, "name": name, "display_name": None, "region_name": region, "cpu": cpu, "ram": ram,
-        "disk": 100, "ephemeral": 750 if gpus else 0, "gpu": gpu, "gpu_count": gpus, "stock_available": True,
-        "created_at": "2026-05-06T16:04:09Z", "labels": [], "features": {},
+        "id": flavor_id,
+        "name": name,
+        "display_name": None,
+        "region_name": region,
+        "cpu": cpu,
+        "ram": ram,
+        "disk": 100,
+        "ephemeral": 750 if gpus else 0,
+        "gpu": gpu,
+        "gpu_count": gpus,
+        "stock_available": True,
+        "created_at": "2026-05-06T16:04:09Z",
+        "labels": [],
+        "features": {},
     }
 
 
@@ -62,20 +73,61 @@ FLAVORS = [
 ]
 #: `GET /pricebook`: USD per GPU per hour (a CPU flavor by its own name).
 PRICEBOOK = [
-    {"id": 1, "name": "A100-80G-PCIe", "value": 1.35, "original_value": 1.35, "discount_applied": False,
-     "start_time": None, "end_time": None},
-    {"id": 2, "name": "H100-80G-PCIe", "value": 1.90, "original_value": 1.90, "discount_applied": False,
-     "start_time": None, "end_time": None},
-    {"id": 3, "name": "L40", "value": 1.00, "original_value": 1.00, "discount_applied": False,
-     "start_time": None, "end_time": None},
-    {"id": 4, "name": "n1-cpu-small", "value": 0.05, "original_value": 0.05, "discount_applied": False,
-     "start_time": None, "end_time": None},
+    {
+        "id": 1,
+        "name": "A100-80G-PCIe",
+        "value": 1.35,
+        "original_value": 1.35,
+        "discount_applied": False,
+        "start_time": None,
+        "end_time": None,
+    },
+    {
+        "id": 2,
+        "name": "H100-80G-PCIe",
+        "value": 1.90,
+        "original_value": 1.90,
+        "discount_applied": False,
+        "start_time": None,
+        "end_time": None,
+    },
+    {
+        "id": 3,
+        "name": "L40",
+        "value": 1.00,
+        "original_value": 1.00,
+        "discount_applied": False,
+        "start_time": None,
+        "end_time": None,
+    },
+    {
+        "id": 4,
+        "name": "n1-cpu-small",
+        "value": 0.05,
+        "original_value": 0.05,
+        "discount_applied": False,
+        "start_time": None,
+        "end_time": None,
+    },
 ]
 REGIONS = ("CANADA-1", "NORWAY-1", "US-1")
 CREATE_FIELDS = {
-    "name", "environment_name", "image_name", "flavor_name", "key_name", "count", "assign_floating_ip",
-    "create_bootable_volume", "user_data", "labels", "security_rules", "callback_url", "volume_name",
-    "flavor", "profile", "enable_port_randomization",
+    "name",
+    "environment_name",
+    "image_name",
+    "flavor_name",
+    "key_name",
+    "count",
+    "assign_floating_ip",
+    "create_bootable_volume",
+    "user_data",
+    "labels",
+    "security_rules",
+    "callback_url",
+    "volume_name",
+    "flavor",
+    "profile",
+    "enable_port_randomization",
 }
 RULE_FIELDS = {"direction", "ethertype", "protocol", "remote_ip_prefix", "port_range_min", "port_range_max"}
 _addresses = itertools.cycle(range(2, 255))
@@ -110,19 +162,21 @@ class FakeInfrahub(FakeHyperstack):
 
     def app(self) -> web.Application:
         app = super().app()
-        app.add_routes([
-            web.get("/v1/core/flavors", self._flavors),
-            web.get("/v1/pricebook", self._pricebook),
-            web.get("/v1/core/environments", self._listing("environments")),
-            web.post("/v1/core/environments", self._create_environment),
-            web.get("/v1/core/keypairs", self._listing("keypairs")),
-            web.post("/v1/core/keypairs", self._import_keypair),
-            web.delete("/v1/core/keypair/{id}", self._delete_keypair),
-            web.post("/v1/core/virtual-machines", self._create_vm),
-            web.get("/v1/core/virtual-machines", self._vms),
-            web.get("/v1/core/virtual-machines/{id}", self._vm),
-            web.delete("/v1/core/virtual-machines/{id}", self._delete_vm),
-        ])
+        app.add_routes(
+            [
+                web.get("/v1/core/flavors", self._flavors),
+                web.get("/v1/pricebook", self._pricebook),
+                web.get("/v1/core/environments", self._listing("environments")),
+                web.post("/v1/core/environments", self._create_environment),
+                web.get("/v1/core/keypairs", self._listing("keypairs")),
+                web.post("/v1/core/keypairs", self._import_keypair),
+                web.delete("/v1/core/keypair/{id}", self._delete_keypair),
+                web.post("/v1/core/virtual-machines", self._create_vm),
+                web.get("/v1/core/virtual-machines", self._vms),
+                web.get("/v1/core/virtual-machines/{id}", self._vm),
+                web.delete("/v1/core/virtual-machines/{id}", self._delete_vm),
+            ]
+        )
         return app
 
     def check_nothing_left(self) -> None:
@@ -169,8 +223,12 @@ class FakeInfrahub(FakeHyperstack):
         if any(k["name"] == body.get("name") and k["environment"] == env for k in self.keypairs.values()):
             return _error(409, f"Keypair {body.get('name')} already exists", "conflict")
         keypair = {
-            "id": next(_ids), "name": body["name"], "environment": env, "public_key": body["public_key"],
-            "fingerprint": "SHA256:fake", "created_at": "2026-01-01T00:00:00",
+            "id": next(_ids),
+            "name": body["name"],
+            "environment": env,
+            "public_key": body["public_key"],
+            "fingerprint": "SHA256:fake",
+            "created_at": "2026-01-01T00:00:00",
         }
         self.keypairs[keypair["id"]] = keypair
         return _ok(keypair=keypair)
@@ -196,8 +254,9 @@ class FakeInfrahub(FakeHyperstack):
         flavor = next((f for f in FLAVORS if f["name"] == name and f["region_name"] == region), None)
         expect(flavor is not None, f"unknown flavor {body.get('flavor_name')!r} in {env['region']}")
         key = body.get("key_name")
-        keypair = next((k for k in self.keypairs.values() if (k["name"], k["environment"]) == (key, env)),
-                       None)
+        keypair = next(
+            (k for k in self.keypairs.values() if (k["name"], k["environment"]) == (key, env)), None
+        )
         expect(keypair is not None, f"keypair {body.get('key_name')!r} is not in the environment")
         for rule in body.get("security_rules") or []:
             expect_fields(rule, RULE_FIELDS)
@@ -240,17 +299,25 @@ class FakeInfrahub(FakeHyperstack):
         self.deleted_vms.append(vm_id)
         return _ok()
 
-    def _boot(self, body: dict[str, Any], env: dict[str, Any], flavor: dict[str, Any],
-              keypair: dict[str, Any]) -> dict[str, Any]:
+    def _boot(
+        self, body: dict[str, Any], env: dict[str, Any], flavor: dict[str, Any], keypair: dict[str, Any]
+    ) -> dict[str, Any]:
         vm_id = next(_ids)
         address = loopback(7, next(_addresses))
         row = {
-            "id": vm_id, "name": body["name"], "status": "ACTIVE", "power_state": "RUNNING",
+            "id": vm_id,
+            "name": body["name"],
+            "status": "ACTIVE",
+            "power_state": "RUNNING",
             "environment": {"id": env["id"], "name": env["name"], "region": env["region"]},
             "flavor": {k: flavor[k] for k in ("id", "name", "cpu", "ram", "disk", "gpu", "gpu_count")},
-            "image": {"name": body.get("image_name")}, "keypair": {"name": keypair["name"]},
-            "floating_ip": address, "floating_ip_status": "ATTACHED", "fixed_ip": address,
-            "labels": body.get("labels") or [], "security_rules": body.get("security_rules") or [],
+            "image": {"name": body.get("image_name")},
+            "keypair": {"name": keypair["name"]},
+            "floating_ip": address,
+            "floating_ip_status": "ATTACHED",
+            "fixed_ip": address,
+            "labels": body.get("labels") or [],
+            "security_rules": body.get("security_rules") or [],
             "created_at": "2026-01-01T00:00:00",
         }
         self.vms[vm_id] = row

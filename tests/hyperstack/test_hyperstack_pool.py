@@ -67,8 +67,9 @@ def test_a_flavor_out_of_stock_is_not_tried(hyperstack_api: FakeInfrahub) -> Non
 
 def test_spot_is_refused_naming_the_allocation_that_works(hyperstack_api: FakeInfrahub) -> None:
     says = 'sells no spot machines: use allocation="on-demand"'
-    with pytest.raises(NoOffersError, match=says), hyperstack_pool(
-        hyperstack_api, accelerator="A100", allocation="spot"
+    with (
+        pytest.raises(NoOffersError, match=says),
+        hyperstack_pool(hyperstack_api, accelerator="A100", allocation="spot"),
     ):
         pass
     assert hyperstack_api.creates == []
@@ -86,8 +87,9 @@ def test_a_refused_api_key_fails_naming_the_variable_before_anything_is_created(
     hyperstack_api: FakeInfrahub,
 ) -> None:
     provider = hyperstack(hyperstack_api, api_key="hs-NOT-THE-ACCOUNTS-KEY")
-    with pytest.raises(ProvisionError, match="HYPERSTACK_API_KEY") as caught, hyperstack_pool(
-        hyperstack_api, provider=provider, accelerator="A100"
+    with (
+        pytest.raises(ProvisionError, match="HYPERSTACK_API_KEY") as caught,
+        hyperstack_pool(hyperstack_api, provider=provider, accelerator="A100"),
     ):
         pass
     assert "hs-NOT-THE-ACCOUNTS-KEY" not in str(caught.value)
@@ -102,8 +104,9 @@ def test_a_missing_api_key_fails_naming_the_variable_before_any_request(hypersta
 
 
 def test_an_unknown_accelerator_fails_naming_close_gpus(hyperstack_api: FakeInfrahub) -> None:
-    with pytest.raises(ProvisionError, match=r"no flavor with 1x B200.*close GPUs"), hyperstack_pool(
-        hyperstack_api, accelerator="B200"
+    with (
+        pytest.raises(ProvisionError, match=r"no flavor with 1x B200.*close GPUs"),
+        hyperstack_pool(hyperstack_api, accelerator="B200"),
     ):
         pass
     assert hyperstack_api.creates == []
@@ -113,8 +116,9 @@ def test_the_api_key_appears_in_no_log_line_or_event(hyperstack_api: FakeInfrahu
     log_file = tmp_path / "skyward.log"
     events: list[Any] = []
     logging_config = sky.LogConfig(level="DEBUG", file=str(log_file), console=False)
-    compute = hyperstack_pool(hyperstack_api, accelerator="L40",
-                              logging=logging_config, on_event=events.append)
+    compute = hyperstack_pool(
+        hyperstack_api, accelerator="L40", logging=logging_config, on_event=events.append
+    )
     with compute as pool:
         assert square(2) >> pool == 4
     text = log_file.read_text()
@@ -131,8 +135,9 @@ def test_a_vm_answering_with_another_host_key_is_never_handed_over(hyperstack_ap
     hyperstack_api.impostor_key = asyncssh.generate_private_key("ssh-ed25519").export_private_key().decode()
     provider.HOST_KEY_GRACE, grace = 0.0, provider.HOST_KEY_GRACE
     try:
-        with pytest.raises(sky.HostKeyError), hyperstack_pool(
-            hyperstack_api, accelerator="L40", options=sky.Options(ssh_timeout=5)
+        with (
+            pytest.raises(sky.HostKeyError),
+            hyperstack_pool(hyperstack_api, accelerator="L40", options=sky.Options(ssh_timeout=5)),
         ):
             pass
     finally:

@@ -24,7 +24,10 @@ ENVIRONMENT = {"id": 1, "name": "skyward-canada-1", "region": "CANADA-1"}
 
 def leftover(api: FakeInfrahub, pool: str, node: int, vm_id: int) -> int:
     api.vms[vm_id] = {
-        "id": vm_id, "name": f"skyward-{pool}-{node}", "status": "ACTIVE", "environment": ENVIRONMENT,
+        "id": vm_id,
+        "name": f"skyward-{pool}-{node}",
+        "status": "ACTIVE",
+        "environment": ENVIRONMENT,
         "flavor": {"name": "n3-A100x1", "gpu": "A100-80G-PCIe", "gpu_count": 1},
         "created_at": "2026-11-25T10:00:00",
     }

@@ -38,8 +38,13 @@ ERRORS = ApiErrors(
     credentials=f"check {API_KEY_VARIABLE} (or Hyperstack(api_key=...))",
     credential="the API key",
     capacity_phrases=(
-        "out of stock", "no stock", "not enough resources", "insufficient resources", "insufficient capacity",
-        "no capacity", "not available in the region",
+        "out of stock",
+        "no stock",
+        "not enough resources",
+        "insufficient resources",
+        "insufficient capacity",
+        "no capacity",
+        "not available in the region",
     ),
     advice={"insufficient balance": "add credit to the Hyperstack account"},
 )
@@ -115,8 +120,11 @@ class HyperstackAPI(JsonApi):
             raise ProvisionError(f"Hyperstack answered the call to {what} without an instance id: {body!r}")
         vm_id = str(created[0]["id"])
         structlog.get_logger(LOGGER).info(
-            "skyward.hyperstack_vm_created", vm=vm_id, name=request.get("name"),
-            flavor=request.get("flavor_name"), environment=request.get("environment_name"),
+            "skyward.hyperstack_vm_created",
+            vm=vm_id,
+            name=request.get("name"),
+            flavor=request.get("flavor_name"),
+            environment=request.get("environment_name"),
         )
         return vm_id
 

@@ -49,9 +49,15 @@ class Flavor:
         gpu, gpus = str(row.get("gpu") or ""), int(_number(row.get("gpu_count")))
         price = prices.get(gpu, 0.0) * gpus if gpu else prices.get(str(row["name"]), 0.0)
         return cls(
-            name=str(row["name"]), region=str(row.get("region_name") or ""), gpu=gpu, gpus=gpus,
-            vcpus=int(_number(row.get("cpu"))), memory_gb=_number(row.get("ram")),
-            disk_gb=_number(row.get("disk")), in_stock=bool(row.get("stock_available")), price=price,
+            name=str(row["name"]),
+            region=str(row.get("region_name") or ""),
+            gpu=gpu,
+            gpus=gpus,
+            vcpus=int(_number(row.get("cpu"))),
+            memory_gb=_number(row.get("ram")),
+            disk_gb=_number(row.get("disk")),
+            in_stock=bool(row.get("stock_available")),
+            price=price,
         )
 
     @property
@@ -64,9 +70,14 @@ class Flavor:
 def offer_of(flavor: Flavor, provider: str = "hyperstack") -> Offer:
     """The market's record of a flavor in its region (on demand only)."""
     return Offer(
-        provider=provider, instance_type=flavor.name, accelerator=flavor.gpu or None,
-        accelerator_count=flavor.gpus, accelerator_memory_gb=flavor.gpu_memory_gb,
-        vcpus=flavor.vcpus or None, memory_gb=flavor.memory_gb or None, region=flavor.region,
+        provider=provider,
+        instance_type=flavor.name,
+        accelerator=flavor.gpu or None,
+        accelerator_count=flavor.gpus,
+        accelerator_memory_gb=flavor.gpu_memory_gb,
+        vcpus=flavor.vcpus or None,
+        memory_gb=flavor.memory_gb or None,
+        region=flavor.region,
         on_demand_price=flavor.price,
     )
 
@@ -76,9 +87,17 @@ def matching(spec: Spec, flavors: Iterable[Flavor]) -> list[Flavor]:
     `NoOffersError` naming the close GPUs when none does."""
     listed = list(flavors)
     found = [
-        f for f in listed
-        if fits(spec, cloud="Hyperstack", card=f.gpu, gpus=f.gpus, gpu_memory_gb=f.gpu_memory_gb,
-                vcpus=f.vcpus, memory_gb=f.memory_gb)
+        f
+        for f in listed
+        if fits(
+            spec,
+            cloud="Hyperstack",
+            card=f.gpu,
+            gpus=f.gpus,
+            gpu_memory_gb=f.gpu_memory_gb,
+            vcpus=f.vcpus,
+            memory_gb=f.memory_gb,
+        )
     ]
     if not found:
         raise no_fit(spec, (f.gpu for f in listed), cloud="Hyperstack", kind="flavor")

@@ -122,8 +122,10 @@ class Hyperstack(ProviderConfig):
         if self.api_key or locate_secret(API_KEY_VARIABLE).found:
             return None
         return MissingCredential(
-            provider="Hyperstack", credential=API_KEY_VARIABLE,
-            fix="set it or pass Hyperstack(api_key=...)", looked=f"${API_KEY_VARIABLE}",
+            provider="Hyperstack",
+            credential=API_KEY_VARIABLE,
+            fix="set it or pass Hyperstack(api_key=...)",
+            looked=f"${API_KEY_VARIABLE}",
         )
 
     @classmethod

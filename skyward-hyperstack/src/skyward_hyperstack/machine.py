@@ -67,12 +67,18 @@ def user_data(access: MachineAccess, api_key: str, user: str, guardian: BootGuar
     written after the login user exists (`defer`), owned by it."""
     home = "/root" if user == "root" else f"/home/{user}"
     content = f"HYPERSTACK_API_KEY={api_key}\n"
-    return access.cloud_config(guardian, user=user) + "\n".join([
-        "write_files:",
-        f"  - path: {home}/{KEY_FILE}",
-        "    permissions: '0600'",
-        f"    owner: {user}:{user}",
-        "    defer: true",
-        "    encoding: b64",
-        f"    content: {base64.b64encode(content.encode()).decode()}",
-    ]) + "\n"
+    return (
+        access.cloud_config(guardian, user=user)
+        + "\n".join(
+            [
+                "write_files:",
+                f"  - path: {home}/{KEY_FILE}",
+                "    permissions: '0600'",
+                f"    owner: {user}:{user}",
+                "    defer: true",
+                "    encoding: b64",
+                f"    content: {base64.b64encode(content.encode()).decode()}",
+            ]
+        )
+        + "\n"
+    )

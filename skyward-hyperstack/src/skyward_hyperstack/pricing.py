@@ -49,7 +49,10 @@ def estimate_hourly_price(config: Hyperstack, spec: Spec) -> float | None:
         return found[0].price if found else None
 
     return known_or_none(
-        lambda: HyperstackAPI(resolve_api_key(config.api_key), config.url), first,
-        timeout=PRICE_TIMEOUT, thread="hyperstack-price", logger=LOGGER,
+        lambda: HyperstackAPI(resolve_api_key(config.api_key), config.url),
+        first,
+        timeout=PRICE_TIMEOUT,
+        thread="hyperstack-price",
+        logger=LOGGER,
         event="skyward.hyperstack_price_unknown",
     )

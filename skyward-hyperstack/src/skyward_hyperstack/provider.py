@@ -73,7 +73,10 @@ class HyperstackProvider(RentedCloud):
             raise
         self._log.info("skyward.hyperstack_plan", pool=pool_id, offers=[str(o) for o in found[:8]])
         return Cluster(
-            id=pool_id, provider=self.name, spec=spec, head_port=head_port(pool_id),
+            id=pool_id,
+            provider=self.name,
+            spec=spec,
+            head_port=head_port(pool_id),
             state={"keypairs": {}},
         )
 
@@ -93,22 +96,30 @@ class HyperstackProvider(RentedCloud):
         name = vm_name(cluster.id, node)
         guardian = self.boot_guardian(cluster, node, end_command(self.config.url, name))
         port = self.config.ssh_port
-        vm_id = await self.api.create_vm({
-            "name": name,
-            "environment_name": environment,
-            "image_name": self.config.image,
-            "flavor_name": flavor.name,
-            "key_name": _keypair_name(cluster.id),
-            "count": 1,
-            "assign_floating_ip": True,
-            "create_bootable_volume": False,
-            "user_data": user_data(self.access, self.api_key, self.config.ssh_user, guardian),
-            "labels": [LABEL, f"{LABEL}-pool-{cluster.id}"],
-            "security_rules": [{
-                "direction": "ingress", "ethertype": "IPv4", "protocol": "tcp",
-                "remote_ip_prefix": self.config.ssh_from, "port_range_min": port, "port_range_max": port,
-            }],
-        })
+        vm_id = await self.api.create_vm(
+            {
+                "name": name,
+                "environment_name": environment,
+                "image_name": self.config.image,
+                "flavor_name": flavor.name,
+                "key_name": _keypair_name(cluster.id),
+                "count": 1,
+                "assign_floating_ip": True,
+                "create_bootable_volume": False,
+                "user_data": user_data(self.access, self.api_key, self.config.ssh_user, guardian),
+                "labels": [LABEL, f"{LABEL}-pool-{cluster.id}"],
+                "security_rules": [
+                    {
+                        "direction": "ingress",
+                        "ethertype": "IPv4",
+                        "protocol": "tcp",
+                        "remote_ip_prefix": self.config.ssh_from,
+                        "port_range_min": port,
+                        "port_range_max": port,
+                    }
+                ],
+            }
+        )
         return rented_instance(vm_id, node, offer, ssh_user=self.config.ssh_user, ssh_port=port)
 
     async def _placed(self, cluster: Cluster, region: str) -> str:

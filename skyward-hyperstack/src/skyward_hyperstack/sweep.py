@@ -74,9 +74,14 @@ class HyperstackSweeper(NamedSweeper):
     def machine(self, row: Row, pool: str, node: int) -> Machine:
         flavor = row.get("flavor") if isinstance(row.get("flavor"), dict) else {}
         return Machine(
-            provider=self.name, pool=pool, node=node, id=str(row.get("id")),
-            instance_type=str(flavor.get("name") or "?"), region=_region(row),
-            state=str(row.get("status") or "?"), launched_at=parse_time(row.get("created_at")),
+            provider=self.name,
+            pool=pool,
+            node=node,
+            id=str(row.get("id")),
+            instance_type=str(flavor.get("name") or "?"),
+            region=_region(row),
+            state=str(row.get("status") or "?"),
+            launched_at=parse_time(row.get("created_at")),
             hourly_price=row.get(PRICE_FIELD),
         )
 
