@@ -18,7 +18,7 @@ from skyward.client import release
 from skyward.observe.events import Error
 from skyward.observe.logging import configure_logging, reset_logging
 from skyward.providers.base import Cluster
-from skyward_aws import provider as aws_provider_module
+from skyward_aws import teardown as aws_teardown
 
 
 @sky.function
@@ -166,8 +166,8 @@ def test_a_termination_not_confirmed_in_time_is_reported_naming_the_instance(
     ec2: Any, faults: FaultProxy, network: Network, machines: Machines, skyward_home: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(aws_provider_module, "TERMINATION_TIMEOUT", 1.0)
-    monkeypatch.setattr(aws_provider_module, "GROUP_DELETE_TIMEOUT", 1.0)
+    monkeypatch.setattr(aws_teardown, "TERMINATION_TIMEOUT", 1.0)
+    monkeypatch.setattr(aws_teardown, "GROUP_DELETE_TIMEOUT", 1.0)
     monkeypatch.setattr(release, "RELEASE_MARGIN", 1.0)
     errors: list[Error] = []
     compute = quiet_pool(aws_provider(faults, network, machines), nodes=1, on_event=errors.append)

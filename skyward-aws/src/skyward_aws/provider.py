@@ -24,14 +24,14 @@ Teardown terminates every machine tagged with the pool (also one whose launch an
 waits until they are gone (`release_timeout`: the pool's `stop()` waits that long, then names the
 machines not confirmed gone), and only then deletes the security group (AWS refuses while a
 machine's network interface uses it), any disk left, and the key pair.
+
+This module is the provider's sequence; the type and its price are `choice.py`'s, one machine's
+request `launching.py`'s, and the teardown's order `teardown.py`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import time
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,13 +39,13 @@ import attrs
 import botocore.exceptions
 import structlog
 
-from skyward.errors import CapacityError, NoOffersError, ProvisionError
+from skyward.errors import CapacityError, ProvisionError
 from skyward.providers.base import Cluster, Instance, NodeSetup
 from skyward.providers.cloud import CloudProvider
 from skyward.providers.ssh import head_port
-from skyward.retry import retry
-from skyward_aws import regions, resources
-from skyward_aws.catalog import InstanceType, Want, catalog, choose, closest
+from skyward_aws import regions, resources, teardown
+from skyward_aws.catalog import InstanceType
+from skyward_aws.choice import choose_type
 from skyward_aws.clients import (
     LOGGER,
     Clients,
@@ -56,7 +56,7 @@ from skyward_aws.clients import (
     translate,
 )
 from skyward_aws.images import Image, resolve_image
-from skyward_aws.pricing import on_demand_prices, spot_prices
+from skyward_aws.launching import run_instance
 from skyward_aws.spot import POLL_INTERVAL, SpotNotices
 
 if TYPE_CHECKING:
@@ -67,16 +67,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: How long `release` waits for the pool's machines to be gone before deleting the security group.
-TERMINATION_TIMEOUT = 600.0
-#: How long, and how often, `release` retries deleting a security group AWS still holds (the
-#: network interface of a machine just terminated lingers for a minute or two).
-GROUP_DELETE_TIMEOUT = 120.0
-GROUP_RETRY_DELAY = 5.0
 #: Who may reach `ssh_port` when the client's own address could not be learnt.
 ANYWHERE = "0.0.0.0/0"
-#: How many of the best-fitting types are priced when `Spec.max_hourly_cost` is set.
-PRICED_CANDIDATES = 10
 #: allocation -> how to buy: spot only, on-demand only, or spot first then on-demand.
 MARKETS = {
     "spot": "spot", "on-demand": "on-demand", "spot-if-available": "spot-first", "cheapest": "spot-first",
@@ -108,7 +100,7 @@ class AWSProvider(CloudProvider):
     @property
     def release_timeout(self) -> float:  # type: ignore[override]
         """Termination can take minutes on EC2, and the group is deleted only after it."""
-        return TERMINATION_TIMEOUT + GROUP_DELETE_TIMEOUT
+        return teardown.release_timeout()
 
     def __init__(self, config: AWS, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
@@ -157,52 +149,13 @@ class AWSProvider(CloudProvider):
     async def _plan(self, spec: Spec, pool_id: str, region: str, owner: str) -> Plan:
         market = MARKETS[spec.allocation]
         usage = {"spot": "spot", "on-demand": "on-demand"}.get(market)
-        kind, spot, on_demand = await self._call(self._choose_type, spec, usage)
+        kind, spot, on_demand = await self._call(
+            choose_type, self.clients, self.config, spec, usage, self._log
+        )
         accelerated = kind.accelerator_count > 0
         image = await self._call(resolve_image, self.clients, self.config.ami, kind.architecture, accelerated)
         tags = resources.Tags.create(pool_id, owner, self.config.expires_after)
         return Plan(region, kind, image, market, tags, spot_price=spot, on_demand_price=on_demand)
-
-    def _choose_type(self, spec: Spec, usage: str | None) -> tuple[InstanceType, float | None, float | None]:
-        """The instance type and its spot and on-demand prices (blocking)."""
-        clients = self.clients
-        if self.config.instance_type is not None:
-            try:
-                rows = clients.ec2.describe_instance_types(InstanceTypes=[self.config.instance_type])
-            except botocore.exceptions.ClientError as exc:
-                raise translate(exc, f"looking up AWS(instance_type={self.config.instance_type!r})") from None
-            candidates = [InstanceType.from_api(row) for row in rows["InstanceTypes"]]
-        else:
-            types = catalog(clients.ec2, clients.region, self.config.endpoint_url)
-            want = Want.of(spec, usage)
-            candidates = choose(types, want)
-            if not candidates:
-                near = "; ".join(k.describe() for k in closest(types, want)) or "none"
-                raise NoOffersError(
-                    f"aws: no instance type in {clients.region} has {want.describe()}; the closest are: "
-                    f"{near}. Change the accelerator, count, vcpus or memory_gb, or name one with "
-                    "AWS(instance_type=...)"
-                )
-        cap = spec.max_hourly_cost
-        top = [k.name for k in candidates[:PRICED_CANDIDATES]] if cap is not None else [candidates[0].name]
-        spot = spot_prices(clients, top) if spec.allocation != "on-demand" else {}
-        on_demand = on_demand_prices(clients, top)
-        # The price the cap is checked against: what this allocation asks for first.
-        paid = spot if spec.allocation != "on-demand" else on_demand
-        for kind in candidates[: len(top)]:
-            price = paid.get(kind.name)
-            if cap is None or price is None or price <= cap:
-                if cap is not None and price is None:
-                    self._log.warning(
-                        "skyward.aws_price_unknown", instance_type=kind.name, max_hourly_cost=cap
-                    )
-                return kind, spot.get(kind.name), on_demand.get(kind.name)
-        cheapest = min((k for k in top if k in paid), key=paid.__getitem__, default=top[0])
-        raise NoOffersError(
-            f"aws: every fitting instance type costs more than max_hourly_cost={cap} per node "
-            f"(the cheapest, {cheapest}, is ${paid.get(cheapest)}/h); raise max_hourly_cost or ask for "
-            "a smaller machine"
-        )
 
     async def _create_shared(self, plan: Plan, pool_id: str) -> Plan:
         """Import the login key and create the security group; undo the key if the group fails."""
@@ -262,12 +215,12 @@ class AWSProvider(CloudProvider):
         async def attempt() -> Instance:
             if plan.market != "on-demand":
                 try:
-                    return await self._call(self._run, cluster, node, True)
+                    return await self._call(self._run, cluster, node, spot=True)
                 except CapacityError as exc:
                     if plan.market == "spot":
                         raise
                     self._log.info("skyward.aws_spot_fallback", pool=cluster.id, node=node, reason=str(exc))
-            return await self._call(self._run, cluster, node, False)
+            return await self._call(self._run, cluster, node, spot=False)
 
         return await self.retry_capacity(attempt, what=f"aws node {node} ({plan.instance_type.name})")
 
@@ -288,60 +241,8 @@ class AWSProvider(CloudProvider):
 
     def _run(self, cluster: Cluster, node: int, spot: bool) -> Instance:
         """`RunInstances` for one node (blocking)."""
-        plan: Plan = cluster.state["aws"]
-        spec = cluster.spec
-        config = self.config
-        extra = {"Name": f"skyward-{cluster.id}-node-{node}", resources.NODE_TAG: str(node)}
-        args: dict[str, Any] = {
-            "ImageId": plan.image.id, "InstanceType": plan.instance_type.name, "MinCount": 1, "MaxCount": 1,
-            "KeyName": plan.key_name, "UserData": self.user_data(cluster, node),
-            "InstanceInitiatedShutdownBehavior": "terminate",
-            # IMDSv2 only: metadata (and the instance role's keys) needs a session token.
-            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
-            "TagSpecifications": plan.tags.spec("instance", "volume", **extra),
-            # The same token on a retried request returns the machine already made, not a second one.
-            "ClientToken": f"{cluster.id}-{node}-{uuid.uuid4().hex[:12]}",
-        }
-        if config.subnet_id is not None and not config.use_private_ip:
-            args["NetworkInterfaces"] = [{
-                "DeviceIndex": 0, "SubnetId": config.subnet_id, "Groups": [plan.security_group],
-                "AssociatePublicIpAddress": True,
-            }]
-        else:
-            args["SecurityGroupIds"] = [plan.security_group]
-            if config.subnet_id is not None:
-                args["SubnetId"] = config.subnet_id
-        if config.instance_profile is not None:
-            profile = config.instance_profile
-            args["IamInstanceProfile"] = {"Arn": profile} if profile.startswith("arn:") else {"Name": profile}
-        # The disk goes with the machine (images' own root disks do too; `release` deletes any
-        # disk of the pool a custom image's mapping left behind).
-        if spec.disk_gb is not None:
-            args["BlockDeviceMappings"] = [{"DeviceName": plan.image.root_device, "Ebs": {
-                "VolumeSize": int(spec.disk_gb), "VolumeType": "gp3", "DeleteOnTermination": True}}]
-        if spot:
-            options: dict[str, Any] = {
-                "SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate",
-            }
-            if spec.max_hourly_cost is not None:
-                options["MaxPrice"] = f"{spec.max_hourly_cost:.5f}"
-            args["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": options}
-        market = "spot" if spot else "on-demand"
-        try:
-            answer = self.clients.ec2.run_instances(**args)
-        except botocore.exceptions.ClientError as exc:
-            raise translate(exc, f"launching node {node} ({plan.instance_type.name}, {market})") from None
-        made = answer["Instances"][0]
-        kind = plan.instance_type
-        rate = plan.spot_price if spot else plan.on_demand_price
-        self._log.info("skyward.aws_launched", pool=cluster.id, node=node, instance=made["InstanceId"],
-                       instance_type=kind.name, market=market)
-        return Instance(
-            id=str(made["InstanceId"]), node=node, public_ip="", private_ip="", ssh_user=config.username,
-            ssh_port=config.ssh_port, spot=spot, instance_type=kind.name, vcpus=kind.vcpus,
-            memory_gb=round(kind.memory_gb, 1), hourly_rate=rate or 0.0,
-            on_demand_rate=plan.on_demand_price or 0.0,
-        )
+        user_data = self.user_data(cluster, node)
+        return run_instance(self.clients, self.config, cluster, node, spot, user_data, self._log)
 
     # -- reading back ----------------------------------------------------------------------------------
 
@@ -459,42 +360,11 @@ class AWSProvider(CloudProvider):
         plan: Plan | None = cluster.state.get("aws")
         if plan is None or self._clients is None:
             return
-        problems: list[str] = []
-        try:
-            left = await self.leftovers(cluster)
-            await self.destroy(cluster, left)
-            still = await self._call(resources.wait_terminated, self.clients, cluster.id, TERMINATION_TIMEOUT)
-            if still:
-                problems.append(
-                    f"termination of {', '.join(still)} not confirmed after {TERMINATION_TIMEOUT:.0f} s"
-                )
-        except Exception as exc:  # noqa: BLE001 - reported with the rest below
-            problems.append(str(exc))
-        try:
-            await self._call(resources.delete_volumes, self.clients, cluster.id)
-        except Exception as exc:  # noqa: BLE001
-            problems.append(f"volumes: {exc}")
-        if plan.created_group:
-            try:
-                await retry(
-                    lambda: self._call(resources.delete_security_group, self.clients, plan.security_group),
-                    retry_on=resources.GroupInUse, delays=itertools.repeat(GROUP_RETRY_DELAY),
-                    deadline=time.monotonic() + GROUP_DELETE_TIMEOUT,
-                )
-            except Exception as exc:  # noqa: BLE001
-                problems.append(f"security group {plan.security_group}: {exc}")
-        if plan.key_name:
-            try:
-                await self._call(resources.delete_key, self.clients, plan.key_name)
-            except Exception as exc:  # noqa: BLE001
-                problems.append(f"key pair {plan.key_name}: {exc}")
-        if problems:
-            raise ProvisionError(
-                f"aws: could not delete everything of {cluster.id} in {plan.region} ({'; '.join(problems)}); "
-                f"delete what is tagged {resources.POOL_TAG}={cluster.id} in the EC2 console"
-            )
-        self._log.info("skyward.aws_released", pool=cluster.id, security_group=plan.security_group,
-                       key_pair=plan.key_name)
+
+        async def terminate_left() -> None:
+            await self.destroy(cluster, await self.leftovers(cluster))
+
+        await teardown.release_pool(self.clients, cluster.id, plan, terminate_left, self._log)
 
 
 def _tag(row: dict[str, Any], key: str) -> str | None:
