@@ -1,8 +1,11 @@
 """Warm environments on an SSH host: the next pool with the same image reuses the venv the last one built.
 
-Each test has a fresh host (a real sshd, without uv, as a new cloud VM: `start_hosts(fresh=True)`); a pool's bootstrap commands (`BootstrapCommand`) and
-lines (`BootstrapConsole`) say what it built, and a task on the node says whether the client
-uploaded its wheels there (`skyward.bootstrap.environments`).
+Each test has a new host (a real sshd, no environment built yet); a pool's bootstrap commands
+(`BootstrapCommand`) and lines (`BootstrapConsole`) say what it built, and a task on the node says
+whether the client uploaded its wheels there (`skyward.bootstrap.environments`). The host of the
+test of uv's install is fresh, as a new cloud VM (`start_hosts(fresh=True)`: no uv, no caches);
+the others have uv and this machine's uv cache, which the environments' behaviour does not depend
+on, so they do not download and unpack uv and numpy again (most of a fresh host's CPU).
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ IMAGE = sky.Image(pip=["numpy"])
 
 @pytest.fixture
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
+    with hosts_running(tmp_path_factory.mktemp("warm"), 1) as hosts:
+        yield hosts
+
+
+@pytest.fixture
+def host_without_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHHosts]:
     with hosts_running(tmp_path_factory.mktemp("warm"), 1, fresh=True) as hosts:
         yield hosts
 
@@ -75,7 +84,8 @@ def installed_uv(run: dict[str, Any]) -> bool:
     return any(command.startswith("pip install --target ~/.skyward/uv/") for command in run["commands"])
 
 
-def test_only_the_first_pool_on_a_host_without_uv_installs_uv(host: SSHHosts) -> None:
+def test_only_the_first_pool_on_a_host_without_uv_installs_uv(host_without_uv: SSHHosts) -> None:
+    host = host_without_uv
     first = run_pool(host)
     second = run_pool(host)
     other = run_pool(host, sky.Image(pip=["six"]))  # a cold environment: it builds, with the host's uv
