@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cloud_workloads import assert_every_node_answers, square
+from cloud_workloads import assert_every_node_answers
 from fake_tensordock import FakeTensorDock
 from tensordock_support import API_KEY, API_TOKEN, tensordock, tensordock_pool
 
@@ -84,9 +84,10 @@ def test_a_spec_the_marketplace_cannot_serve_fails_before_anything_is_deployed(
     assert tensordock_api.deploys == []
 
 
-def test_a_refused_pair_fails_naming_both_variables_and_neither_secret(tensordock_api: FakeTensorDock) -> None:
+def test_a_refused_pair_fails_naming_both_variables_and_neither_secret(
+    tensordock_api: FakeTensorDock,
+) -> None:
     provider = tensordock(tensordock_api, api_token="tdtoken-NOT-THE-ORGANIZATIONS")
-    tensordock_api.out_of_stock = set()
     with (
         pytest.raises(ProvisionError, match="TENSORDOCK_API_KEY and TENSORDOCK_API_TOKEN") as caught,
         tensordock_pool(tensordock_api, provider=provider),
