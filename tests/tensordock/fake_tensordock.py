@@ -178,7 +178,8 @@ class FakeTensorDock(FakeCloud):
         row = self.vms.pop(server, None)
         if row is None:
             return self._refuse("Virtual machine not found")
-        self._give_back(row)
+        if server in self.machines or server in self.boot_guardians:
+            self._give_back(row)  # a deployed VM (not one put in the account) took its stock
         await self.power_off(server)
         self.deleted.append(server)
         return web.json_response({"success": True})

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from skyward.market.offer import Offer
+from skyward.market.offer import Offer, canonical_accelerator
 from skyward.market.rental import Rental, fits, in_order, no_fit, on_demand_only, whole_gpus
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ MIN_STORAGE_GB = 100
 #: Brand words a model name runs together with the card's ("geforcertx4090").
 _BRANDS = ("geforce", "quadro", "tesla", "rtx")
 _MEMORY = re.compile(r"(\d+)gb$")
+#: Words of a model's name that are not the card's: brands and form factors.
+_NOT_CARD = frozenset({"geforce", "quadro", "tesla", "pcie", "sxm", "sxm4", "sxm5", "nvlink"})
 
 
 def _number(value: Any) -> float:
@@ -57,6 +59,12 @@ def card_text(model: str) -> str:
         words.append(brand)
         first = first[len(brand) :]
     return " ".join([*words, first, *rest])
+
+
+def card_name(model: str) -> str | None:
+    """The catalog's name of a model's card ("geforcertx4090-pcie-24gb" -> "RTX_4090")."""
+    words = [w for w in card_text(model).split() if w not in _NOT_CARD and not _MEMORY.fullmatch(w)]
+    return canonical_accelerator(" ".join(words).upper())
 
 
 def gpu_memory(model: str) -> float | None:
@@ -157,7 +165,7 @@ def offer_of(shape: Shape) -> Offer:
     return Offer(
         provider=PROVIDER,
         instance_type=shape.model,
-        accelerator=card_text(shape.model).upper(),
+        accelerator=card_name(shape.model),
         accelerator_count=shape.gpus,
         accelerator_memory_gb=gpu_memory(shape.model),
         vcpus=shape.vcpus,
@@ -203,7 +211,7 @@ def matching_models(spec: Spec, hostnodes: Iterable[Hostnode], storage_gb: int) 
 
 
 def _cards(hostnodes: list[Hostnode]) -> list[str]:
-    return [card_text(m).upper() for h in hostnodes for m in h.gpus]
+    return [card_name(m) or m for h in hostnodes for m in h.gpus]
 
 
 def _none(spec: Spec, hostnodes: list[Hostnode]) -> NoOffersError:
