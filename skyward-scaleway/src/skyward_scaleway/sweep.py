@@ -1,0 +1,112 @@
+"""Skyward's servers on Scaleway found and terminated without a pool: Scaleway's answer to `sky ls`
+/ `sky down`.
+
+A server is Skyward's when it carries the `skyward` tag and its name is `skyward-<pool>-<node>`
+(`machine.server_name`); the listing asks Scaleway for the tag in each zone (`$SCW_DEFAULT_ZONE`,
+else every GPU zone), and nothing else is listed or ended; `end` reads each server back by id just
+before terminating it. A pool also leaves its security group (named `skyward-<pool>`): once a pool
+has no server left, `end` deletes it too. The credentials are the environment's or the CLI
+profile's; `$SCW_API_URL` points the command at another endpoint. No expiry lease is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import attrs
+
+from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.sweep import Ended, Machine, named_pool
+from skyward_scaleway.account import TAG, locate, zones
+from skyward_scaleway.machine import NAME_PREFIX
+from skyward_scaleway.provider import zone_of
+
+
+def row_of(zone: str, server: Any) -> Row:
+    """A server as the sweeper reads it (its id `<zone>/<server id>`)."""
+    return {
+        "id": f"{zone}/{server.id}",
+        "name": server.name,
+        "tags": list(server.tags or []),
+        "state": str(server.state),
+        "commercial_type": server.commercial_type,
+        "zone": zone,
+        "creation_date": server.creation_date,
+    }
+
+
+@attrs.define
+class ScalewaySweeper(NamedSweeper):
+    name: str = "Scaleway"
+    prefix = NAME_PREFIX
+
+    def credentials(self) -> CredentialStatus:
+        return locate()
+
+    def client(self) -> Any:
+        from skyward_scaleway.offers import open_api
+
+        return open_api(None)
+
+    def pool_of(self, row: Row | None) -> tuple[str, int] | None:
+        """(pool, node) of a server with Skyward's tag and name; None for any other."""
+        if TAG not in ((row or {}).get("tags") or []):
+            return None
+        return named_pool(self.prefix, (row or {}).get(self.name_field))
+
+    async def rows(self, api: Any) -> list[Row]:
+        return [row_of(zone, server) for zone in zones() for server in await api.servers(zone)]
+
+    async def row(self, api: Any, machine_id: str) -> Row | None:
+        zone, server_id = zone_of(machine_id)
+        server = await api.server(zone, server_id)
+        return None if server is None else row_of(zone, server)
+
+    async def delete(self, api: Any, machine_id: str) -> object:
+        zone, server_id = zone_of(machine_id)
+        return await api.action(zone, server_id, "terminate", gone_ok=True)
+
+    def gone(self, row: Row | None) -> bool:
+        return row is None
+
+    def in_region(self, row: Row, region: str) -> bool:
+        return str(row.get("zone")) == region or str(row.get("zone")).startswith(region + "-")
+
+    def machine(self, row: Row, pool: str, node: int) -> Machine:
+        return Machine(
+            provider=self.name,
+            pool=pool,
+            node=node,
+            id=str(row.get("id")),
+            instance_type=str(row.get("commercial_type") or "?"),
+            region=str(row.get("zone") or "?"),
+            state=str(row.get("state") or "?"),
+            launched_at=row.get("creation_date"),
+            hourly_price=None,
+        )
+
+    async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
+        """The security groups of `pools` that have no server left."""
+        busy = {found[0] for row in await self.rows(api) if (found := self.pool_of(row))}
+        items: list[Ended] = []
+        for pool in set(pools) - busy:
+            name = f"{NAME_PREFIX}{pool}"
+            for zone in zones():
+                groups = [str(g.id) for g in await api.security_groups(zone, name) if g.name == name]
+                items += await self.delete_resources(
+                    pool, "security-group", groups, lambda g, zone=zone: api.delete_security_group(zone, g)
+                )
+        return items
+
+
+def verify(status: CredentialStatus) -> CredentialStatus:
+    """`sky providers --check`: one cheap authenticated call per zone, the project's Skyward
+    servers listed (nothing is created)."""
+
+    async def listed(api: Any) -> int:
+        return len(await ScalewaySweeper().rows(api))
+
+    listing = "the key lists the project's servers"
+    return verified(status, lambda: ScalewaySweeper().run(listed), listing, thread="scaleway-check")
