@@ -171,3 +171,13 @@ def test_a_massed_compute_key_in_the_environment_is_found(sky: Sky) -> None:
     row = by_type(sky.json("providers", MASSED_API_KEY="massed-test-key"))["massedcompute"]
     assert row["distribution"] == "skyward-massedcompute"
     assert row["credentials"] == {"found": True, "where": "$MASSED_API_KEY", "verified": None, "detail": ""}
+
+
+def test_a_tensordock_pair_in_the_environment_is_found_and_half_a_pair_is_not(sky: Sky) -> None:
+    pair = {"TENSORDOCK_API_KEY": "td-test-key", "TENSORDOCK_API_TOKEN": "td-test-token"}
+    row = by_type(sky.json("providers", **pair))["tensordock"]
+    assert row["distribution"] == "skyward-tensordock"
+    where = "$TENSORDOCK_API_KEY and $TENSORDOCK_API_TOKEN"
+    assert row["credentials"] == {"found": True, "where": where, "verified": None, "detail": ""}
+    half = by_type(sky.json("providers", TENSORDOCK_API_KEY="td-test-key"))["tensordock"]["credentials"]
+    assert (half["found"], half["where"]) == (False, "looked in $TENSORDOCK_API_TOKEN")

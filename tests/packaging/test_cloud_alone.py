@@ -36,6 +36,7 @@ except sky.ConfigurationError as error:
         ("skyward-lambda", "LambdaCloud", "LAMBDA_API_KEY"),
         ("skyward-gcp", "GCP", "GOOGLE_APPLICATION_CREDENTIALS"),
         ("skyward-massedcompute", "MassedCompute", "MASSED_API_KEY"),
+        ("skyward-tensordock", "TensorDock", "TENSORDOCK_API_KEY"),
         ("skyward-hyperstack", "Hyperstack", "HYPERSTACK_API_KEY"),
     ],
 )

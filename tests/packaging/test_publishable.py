@@ -34,6 +34,7 @@ CODE_DISTRIBUTIONS = {
     "skyward-gcp": "skyward_gcp",
     "skyward-hyperstack": "skyward_hyperstack",
     "skyward-massedcompute": "skyward_massedcompute",
+    "skyward-tensordock": "skyward_tensordock",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
@@ -42,7 +43,7 @@ FOLDERS = [*CODE_DISTRIBUTIONS, META_FOLDER]
 EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-vastai",
           "verda": "skyward-verda", "novita": "skyward-novita", "vultr": "skyward-vultr", "slurm": "skyward-slurm",
           "lambda": "skyward-lambda", "gcp": "skyward-gcp", "hyperstack": "skyward-hyperstack",
-          "massedcompute": "skyward-massedcompute",
+          "massedcompute": "skyward-massedcompute", "tensordock": "skyward-tensordock",
           "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 

@@ -56,7 +56,8 @@ def locate_credentials(api_key: str | None = None, api_token: str | None = None)
     ]
     if all(s.found for s in found):
         return CredentialStatus(found=True, where=" and ".join(s.where for s in found))
-    return CredentialStatus(found=False, where="; ".join(s.where for s in found if not s.found))
+    looked = ", ".join(s.where.removeprefix("looked in ") for s in found if not s.found)
+    return CredentialStatus(found=False, where=f"looked in {looked}")
 
 
 def missing_variable(api_key: str | None = None, api_token: str | None = None) -> str:
