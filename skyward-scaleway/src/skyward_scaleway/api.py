@@ -57,7 +57,7 @@ class ScalewayAPI:
 
     def __init__(self, credentials: Credentials, url: str) -> None:
         from scaleway import Client
-        from scaleway.instance.v1 import InstanceUtilsV1API
+        from scaleway.instance.v1.custom_api import InstanceUtilsV1API
 
         self.url = url.rstrip("/")
         self.project = credentials.project_id

@@ -2,9 +2,9 @@
 cloud-init user data, its end command.
 
 A server is created stopped; its `cloud-init` user data (`PATCH /servers/{id}/user_data/cloud-init`)
-is set before it powers on, and cloud-init runs it as root at first boot (a script: `vm_boot`). It
-installs the pool's host key as the only one and authorises the login key, restarts sshd, keeps
-the guardian's secret key for the end command (mode 600, root's home), and starts the node's
+is set before it powers on, and cloud-init reads it at first boot (a cloud-config:
+`MachineAccess.cloud_config`). It installs the pool's host key as the only one before sshd first
+starts and authorises the login key for root, keeps the guardian's secret key for the end command (mode 600, root's home), and starts the node's
 guardian with an initial lease, so a server whose client died before its first login still ends
 itself. The image's sshd may answer with its own key first: the provider waits for ours
 (`skyward.providers.probe`), never trusting another.
@@ -65,7 +65,7 @@ def end_command(api_url: str, zone: str, name: str, tag: str) -> str:
 
 
 def user_data(access: MachineAccess, secret_key: str, guardian: BootGuardian | None = None) -> str:
-    """The node's cloud-init script (bash, run as root at first boot; `vm_boot.startup_script`)."""
-    return vm_boot.startup_script(
-        access, secrets={"SCW_SECRET_KEY": secret_key}, secrets_file=CREDENTIALS_FILE, guardian=guardian
-    )
+    """The node's cloud-config (`MachineAccess.cloud_config`): the pool's host key as the only
+    one, the login key for root, the key kept for the end command, then the boot guardian."""
+    keep = vm_boot.keep_secrets({"SCW_SECRET_KEY": secret_key}, CREDENTIALS_FILE)
+    return access.cloud_config(guardian, commands=[keep])

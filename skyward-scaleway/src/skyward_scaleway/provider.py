@@ -160,7 +160,7 @@ class ScalewayProvider(RentedCloud):
         ready = []
         for instance, server in zip(instances, servers, strict=True):
             state = "deleted" if server is None else str(server.state)
-            if state in ("deleted", "stopped", "stopped in place", "locked"):
+            if state in ("deleted", "stopped", "stopped_in_place", "locked"):
                 where = f"Scaleway server {instance.id} (node {instance.node})"
                 raise ProvisionError(f"{where} ended before it could be used ({state})")
             ip = address_of(server)
