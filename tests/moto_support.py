@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 
 @contextlib.contextmanager
@@ -20,3 +20,41 @@ def moto_server() -> Iterator[str]:
         yield f"http://{host}:{port}"
     finally:
         server.stop()
+
+
+def accelerated(instance_type: dict) -> bool:
+    """An EC2 instance type with GPUs, Neuron chips, inference accelerators or FPGAs."""
+    kinds = ("GpuInfo", "NeuronInfo", "InferenceAcceleratorInfo", "FpgaInfo")
+    return any(kind in instance_type for kind in kinds)
+
+
+@contextlib.contextmanager
+def only_instance_types(keep: Callable[[dict], bool]) -> Iterator[None]:
+    """moto's EC2 (in this process: `moto_server`'s too) knows only the instance types `keep` says
+    yes to for the block's length, and every type again after it.
+
+    Its whole catalog is some 1,260 types and 5,700 spot prices a region, which moto renders and
+    botocore parses in seconds of CPU per listing: a test of offers for accelerators lists only
+    those. A moto without the attributes this trims is left whole (slower, the same answers)."""
+    from moto.ec2.models import instance_types as moto_types
+
+    backend = getattr(moto_types, "InstanceTypeBackend", None)
+    offerings = getattr(moto_types, "INSTANCE_TYPE_OFFERINGS", None)
+    table = getattr(moto_types, "INSTANCE_TYPES", None)
+    if backend is None or not isinstance(offerings, dict) or not isinstance(table, dict):
+        yield
+        return
+    kept = {name for name, row in table.items() if keep(row)}
+    types = backend.instance_types
+    saved = {
+        (where, region): rows for where, regions in offerings.items() for region, rows in regions.items()
+    }
+    backend.instance_types = [t for t in types if t.get("InstanceType") in kept]
+    for (where, region), rows in saved.items():
+        offerings[where][region] = [row for row in rows if row.get("InstanceType") in kept]
+    try:
+        yield
+    finally:
+        backend.instance_types = types
+        for (where, region), rows in saved.items():
+            offerings[where][region] = rows
