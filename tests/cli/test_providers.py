@@ -181,3 +181,9 @@ def test_a_tensordock_pair_in_the_environment_is_found_and_half_a_pair_is_not(sk
     assert row["credentials"] == {"found": True, "where": where, "verified": None, "detail": ""}
     half = by_type(sky.json("providers", TENSORDOCK_API_KEY="td-test-key"))["tensordock"]["credentials"]
     assert (half["found"], half["where"]) == (False, "looked in $TENSORDOCK_API_TOKEN")
+
+
+def test_a_jarvislabs_key_in_the_environment_is_found(sky: Sky) -> None:
+    row = by_type(sky.json("providers", JL_API_KEY="jl-test-key"))["jarvislabs"]
+    assert row["distribution"] == "skyward-jarvislabs"
+    assert row["credentials"] == {"found": True, "where": "$JL_API_KEY", "verified": None, "detail": ""}

@@ -37,6 +37,7 @@ except sky.ConfigurationError as error:
         ("skyward-gcp", "GCP", "GOOGLE_APPLICATION_CREDENTIALS"),
         ("skyward-massedcompute", "MassedCompute", "MASSED_API_KEY"),
         ("skyward-tensordock", "TensorDock", "TENSORDOCK_API_KEY"),
+        ("skyward-jarvislabs", "JarvisLabs", "JL_API_KEY"),
         ("skyward-hyperstack", "Hyperstack", "HYPERSTACK_API_KEY"),
     ],
 )

@@ -35,6 +35,7 @@ CODE_DISTRIBUTIONS = {
     "skyward-hyperstack": "skyward_hyperstack",
     "skyward-massedcompute": "skyward_massedcompute",
     "skyward-tensordock": "skyward_tensordock",
+    "skyward-jarvislabs": "skyward_jarvislabs",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
@@ -44,6 +45,7 @@ EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-v
           "verda": "skyward-verda", "novita": "skyward-novita", "vultr": "skyward-vultr", "slurm": "skyward-slurm",
           "lambda": "skyward-lambda", "gcp": "skyward-gcp", "hyperstack": "skyward-hyperstack",
           "massedcompute": "skyward-massedcompute", "tensordock": "skyward-tensordock",
+          "jarvislabs": "skyward-jarvislabs",
           "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 
