@@ -106,6 +106,8 @@ class FakeScaleway(FakeCloud):
     out_of_stock: set[str] = attrs.field(factory=set)
     #: Every token a request came with, good or not.
     tokens_seen: list[str] = attrs.field(factory=list)
+    #: Other secret keys of the project (an IAM key made for the guardians), accepted too.
+    other_keys: set[str] = attrs.field(factory=set)
 
     NAME: ClassVar[str] = "Scaleway"
 
@@ -154,7 +156,7 @@ class FakeScaleway(FakeCloud):
         if request.path.startswith("/instance/"):
             token = request.headers.get("X-Auth-Token", "")
             self.tokens_seen.append(token)
-            if token != self.secret_key:
+            if token != self.secret_key and token not in self.other_keys:
                 return error("denied_authentication", "authentication is denied", 401, method="api_key")
             if request.match_info.get("zone") not in ZONES:
                 return invalid(f"zone {request.match_info.get('zone')!r} is not a valid zone")
@@ -163,18 +165,21 @@ class FakeScaleway(FakeCloud):
     async def _echo(self, request: web.Request) -> web.Response:
         return web.Response(text=f"{request.remote}\n")
 
-    def _page(self, request: web.Request, kind: str, rows: list[Any]) -> web.Response:
-        """One page of `rows` (`page`, `per_page`), the total in `X-Total-Count` as Scaleway sends it."""
+    def _page(self, request: web.Request, kind: str, rows: list[Any], keyed: bool = False) -> web.Response:
+        """One page of `rows` (`page`, `per_page`), the total in `X-Total-Count` as Scaleway sends
+        it; `keyed` rows are (name, row) pairs answered as an object (the product listing's)."""
         size = min(int(request.query.get("per_page") or 50), 100, self.page_size)
         page = int(request.query.get("page") or 1)
         chunk = rows[(page - 1) * size : page * size]
-        body = dict(chunk) if kind == "servers" and rows and isinstance(rows[0], tuple) else chunk
+        body = dict(chunk) if keyed else chunk
         return web.json_response({kind: body}, headers={"X-Total-Count": str(len(rows))})
 
     # -- products, security groups -----------------------------------------------------------------
 
     async def _types(self, request: web.Request) -> web.Response:
-        return self._page(request, "servers", sorted(TYPES.get(request.match_info["zone"], {}).items()))
+        return self._page(
+            request, "servers", sorted(TYPES.get(request.match_info["zone"], {}).items()), keyed=True
+        )
 
     async def _add_group(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -4,10 +4,10 @@ cloud-init user data, its end command.
 A server is created stopped; its `cloud-init` user data (`PATCH /servers/{id}/user_data/cloud-init`)
 is set before it powers on, and cloud-init reads it at first boot (a cloud-config:
 `MachineAccess.cloud_config`). It installs the pool's host key as the only one before sshd first
-starts and authorises the login key for root, keeps the guardian's secret key for the end command (mode 600, root's home), and starts the node's
-guardian with an initial lease, so a server whose client died before its first login still ends
-itself. The image's sshd may answer with its own key first: the provider waits for ours
-(`skyward.providers.probe`), never trusting another.
+starts, authorises the login key for root, keeps the guardian's secret key for the end command
+(mode 600, root's home) and starts the node's guardian with an initial lease, so a server whose
+client died before its first login still ends itself. Until the server answers with our key the
+provider waits (`skyward.providers.probe`), never trusting another.
 
 Scaleway has no server-scoped credential: a server ends itself through the API (`end_command`,
 the `terminate` action) with a secret key, found by its name `skyward-<pool>-<node>` and the
