@@ -46,9 +46,13 @@ try:
     print("task:", pending.result(timeout=30), flush=True)
 except Exception as error:
     print("task:", type(error).__name__, flush=True)
-workers = [p for p in os.listdir("/proc") if p.isdigit() and
-           b"skyward" in open(f"/proc/{p}/cmdline", "rb").read() and int(p) != os.getpid()
-           and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1] == str(os.getpid())]
+def child_of_ours(p):
+    try:  # a process may end between the listing and the reads: it is not left over
+        return (b"skyward" in open(f"/proc/{p}/cmdline", "rb").read() and int(p) != os.getpid()
+                and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1] == str(os.getpid()))
+    except OSError:
+        return False
+workers = [p for p in os.listdir("/proc") if p.isdigit() and child_of_ours(p)]
 print("children left:", workers, flush=True)
 """
 
