@@ -32,7 +32,7 @@ KNOWN_PROVIDER_PACKAGES = {
     "AWS": "skyward-aws", "RunPod": "skyward-runpod", "VastAI": "skyward-vastai", "Verda": "skyward-verda",
     "Novita": "skyward-novita", "Slurm": "skyward-slurm", "LambdaCloud": "skyward-lambda", "Vultr": "skyward-vultr",
     "GCP": "skyward-gcp", "MassedCompute": "skyward-massedcompute", "Hyperstack": "skyward-hyperstack",
-    "TensorDock": "skyward-tensordock", "JarvisLabs": "skyward-jarvislabs",
+    "TensorDock": "skyward-tensordock", "JarvisLabs": "skyward-jarvislabs", "Scaleway": "skyward-scaleway",
 }
 KNOWN_PLUGIN_PACKAGES = {"torch": "skyward-torch", "accelerate": "skyward-torch", "jax": "skyward-jax"}
 
