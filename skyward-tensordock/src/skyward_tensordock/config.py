@@ -97,7 +97,7 @@ class TensorDock(ProviderConfig):
         """The marketplace's GPUs and prices in Skyward's catalog (`sky offers`)."""
         from skyward_tensordock.offers import TensorDockOffers
 
-        return TensorDockOffers(api_url=self.api_url)
+        return TensorDockOffers(api_key=self.api_key, api_token=self.api_token, api_url=self.api_url)
 
     def missing_credentials(self) -> MissingCredential | None:
         """None with both halves given or in their variables, else which variables to set."""

@@ -3,9 +3,11 @@
 
 An offer is one GPU model on one hostnode, as many of it as `COUNTS` allows within the stock the
 hostnode lists now, sized as a pool would deploy it (`catalog`) at the host's prices. The listing
-is public: no credential is read to list offers. `$TENSORDOCK_API_URL` points the source at
-another endpoint. The price estimate runs on a short-lived thread with a loop of its own (the pool
-asks from inside its event loop); a price it cannot know is None, never an error.
+itself is public and read without the pair, but the source counts as configured only where the
+pair is (so `sky offers` asks TensorDock only on a machine set up to rent there).
+`$TENSORDOCK_API_URL` points the source at another endpoint. The price estimate runs on a
+short-lived thread with a loop of its own (the pool asks from inside its event loop); a price it
+cannot know is None, never an error.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from skyward.market.offer import Offer
 from skyward.market.source import MARKETPLACE_TTL
 from skyward.providers.calls import known_or_none, run_closing
 from skyward.providers.credentials import CredentialStatus
-from skyward_tensordock.account import API_URL, URL_VARIABLE, Credentials
+from skyward_tensordock.account import API_URL, URL_VARIABLE, Credentials, locate_credentials
 from skyward_tensordock.catalog import (
     MIN_STORAGE_GB,
     PROVIDER,
@@ -59,6 +61,8 @@ def _hostnodes(listing: dict[str, dict[str, object]]) -> list[Hostnode]:
 class TensorDockOffers:
     """The marketplace's GPUs and their prices, at one endpoint."""
 
+    api_key: str | None = attrs.field(default=None, repr=False)
+    api_token: str | None = attrs.field(default=None, repr=False)
     api_url: str | None = None
     name: str = PROVIDER
     ttl: float = MARKETPLACE_TTL
@@ -68,7 +72,7 @@ class TensorDockOffers:
         return self.api_url or os.environ.get(URL_VARIABLE) or API_URL
 
     def credentials(self) -> CredentialStatus:
-        return CredentialStatus(found=True, where="the public hostnode listing (no credential needed)")
+        return locate_credentials(self.api_key, self.api_token)
 
     def fetch(self) -> list[Offer]:
         from skyward_tensordock.api import TensorDockAPI
