@@ -16,7 +16,8 @@ cloud-init script exports and the login key of `ssh_key`; the script's key line 
 run as the VM would. A deploy takes the GPUs, vCPUs, RAM and port from the listing, a deletion
 gives them back. Knobs: `out_of_stock` (hostnode ids) refuses deploys there as a hostnode whose
 stock moved since the listing does; `sshd_down` boots VMs whose sshd never answers;
-`delete_errors` fails that many delete calls with a 500.
+`delete_errors` fails that many delete calls with a 500; `impostor_key` boots VMs that answer
+with another host key.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class FakeTensorDock(FakeCloud):
     deleted: list[str] = attrs.field(factory=list)
     out_of_stock: set[str] = attrs.field(factory=set)
     delete_errors: int = 0
+    impostor_key: str | None = None
 
     NAME: ClassVar[str] = "TensorDock"
 
@@ -284,7 +286,7 @@ class FakeTensorDock(FakeCloud):
             "timestamp_creation": "Sun, 29 Nov 2026 10:00:00 GMT",
         }
         script = startup_script(form.get("cloudinit_script", ""))
-        host_key = exported_host_key(script)
+        host_key = self.impostor_key or exported_host_key(script)
         if host_key is None:
             self.vms[server]["status"] = "Failed"  # the script found no key and failed
             return

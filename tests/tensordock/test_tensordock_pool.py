@@ -102,3 +102,23 @@ def test_a_missing_token_fails_naming_its_variable_before_any_request(tensordock
     compute = sky.Compute(provider=config, accelerator="RTX_4090", console=False, logging=False)
     with pytest.raises(sky.ConfigurationError, match="TENSORDOCK_API_TOKEN"), compute:
         pass
+
+
+def test_a_vm_answering_its_forwarded_port_with_another_host_key_is_never_handed_over(
+    tensordock_api: FakeTensorDock,
+) -> None:
+    import asyncssh
+
+    from skyward_tensordock import provider
+
+    tensordock_api.impostor_key = asyncssh.generate_private_key("ssh-ed25519").export_private_key().decode()
+    provider.GRACE, grace = 0.0, provider.GRACE
+    try:
+        with (
+            pytest.raises(sky.HostKeyError),
+            tensordock_pool(tensordock_api, options=sky.Options(ssh_timeout=5)),
+        ):
+            pass
+    finally:
+        provider.GRACE = grace
+    assert len(tensordock_api.deleted) == 1
