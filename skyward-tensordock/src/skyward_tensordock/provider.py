@@ -104,6 +104,8 @@ class TensorDockProvider(RentedCloud):
         try:
             answer = await self.api.deploy(self._form(cluster, node, shape, port))
         except ProvisionError as exc:
+            # A refused port may be someone else's now: only a port the deploy never reached the
+            # marketplace's books with is free to ask for again.
             if not isinstance(exc, CapacityError):
                 self._claimed.discard((shape.hostnode.id, port))
             raise
