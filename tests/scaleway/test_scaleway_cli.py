@@ -1,0 +1,111 @@
+"""`sky ls`, `sky down`, `sky offers` and `sky providers --check` against the fake Instance API.
+
+The servers are put in the fake's project as a crashed client leaves them (tag `skyward`, name
+`skyward-<pool>-<node>`, the pool's security group beside them), next to a server of someone
+else's named like Skyward's but untagged; `sky` runs as a subprocess pointed at the fake with
+`$SCW_API_URL` and the credentials in the environment.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_scaleway import FakeScaleway
+from scaleway_support import CREDENTIALS, PROJECT
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
+
+from cli_support import Sky, beside_theirs  # noqa: E402
+
+
+def leftover(api: FakeScaleway, pool: str, node: int, server_id: str, zone: str = "fr-par-2") -> str:
+    group = f"sg-{pool}-{zone}"
+    api.groups[group] = {"id": group, "name": f"skyward-{pool}", "zone": zone, "project": PROJECT}
+    api.rules[group] = []
+    api.servers[server_id] = {
+        "id": server_id,
+        "name": f"skyward-{pool}-{node}",
+        "tags": ["skyward"],
+        "project": PROJECT,
+        "state": "running",
+        "commercial_type": "H100-1-80G",
+        "zone": zone,
+        "creation_date": "2026-11-25T10:00:00+00:00",
+        "security_group": {"id": group, "name": f"skyward-{pool}"},
+    }
+    return server_id
+
+
+@pytest.fixture
+def sky(tmp_path: Path, scaleway_api: FakeScaleway) -> Any:
+    runner = Sky(tmp_path)
+    runner.env.update(CREDENTIALS, SCW_API_URL=scaleway_api.url, SCW_CONFIG_PATH=str(tmp_path / "none.yaml"))
+    # named like Skyward's, but without its tag: someone else's
+    theirs = {
+        "id": "srv-theirs",
+        "name": "skyward-notes-0",
+        "tags": [],
+        "project": PROJECT,
+        "zone": "fr-par-2",
+    }
+    theirs |= {"state": "running", "security_group": {"id": "sg-theirs"}}
+    with beside_theirs(scaleway_api.servers, theirs, "server"):
+        yield runner
+    scaleway_api.groups.clear()
+
+
+def test_ls_lists_the_servers_skyward_tagged_and_named_in_every_gpu_zone_and_no_other(
+    sky: Sky, scaleway_api: FakeScaleway
+) -> None:
+    ours = [leftover(scaleway_api, "crashed1", n, f"srv-{n}") for n in range(3)]  # more than a page
+    ours.append(leftover(scaleway_api, "crashed1", 3, "srv-3", zone="pl-waw-2"))
+    listed = sky.json("ls", "--provider", "scaleway")["machines"]
+    assert sorted(m["id"] for m in listed) == sorted(
+        f"{s['zone']}/{s['id']}" for s in map(scaleway_api.servers.get, ours)
+    )
+    seen = {(m["provider"], m["pool"], m["instance_type"]) for m in listed}
+    assert seen == {("Scaleway", "crashed1", "H100-1-80G")}
+    for server in ours:
+        scaleway_api.servers.pop(server)
+
+
+def test_down_pool_terminates_that_pools_servers_and_deletes_its_security_group_only(
+    sky: Sky, scaleway_api: FakeScaleway
+) -> None:
+    leftover(scaleway_api, "first1", 0, "srv-a")
+    leftover(scaleway_api, "second2", 0, "srv-c", zone="nl-ams-1")
+    done = sky("down", "first1", "--yes", "--provider", "scaleway")
+    assert done.returncode == 0, done.stderr
+    assert scaleway_api.terminated == ["srv-a"]
+    assert sorted(scaleway_api.servers) == ["srv-c", "srv-theirs"]
+    assert sorted(scaleway_api.groups) == ["sg-second2-nl-ams-1"]
+    scaleway_api.servers.pop("srv-c")
+
+
+def test_offers_and_providers_check_read_the_project_with_the_environments_credentials(
+    sky: Sky, scaleway_api: FakeScaleway
+) -> None:
+    listing = sky.json("offers", "--provider", "scaleway", "--accelerator", "L4")
+    offers = {(o["instance_type"], o["region"]): o for o in listing["offers"]}
+    assert set(offers) == {
+        ("L4-1-24G", "fr-par-2"), ("L4-2-24G", "fr-par-2"),
+        ("L4-1-24G", "nl-ams-1"), ("L4-1-24G", "pl-waw-2"),
+    }  # fmt: skip
+    one = offers[("L4-1-24G", "fr-par-2")]
+    assert (one["provider"], one["accelerator"], one["accelerator_count"], one["accelerator_memory_gb"]) == (
+        "scaleway", "L4", 1, 24.0,
+    )  # fmt: skip
+    assert (one["vcpus"], one["memory_gb"], one["on_demand_price"], one["spot_price"]) == (
+        8,
+        48.0,
+        0.75,
+        None,
+    )
+    assert offers[("L4-2-24G", "fr-par-2")]["accelerator_count"] == 2
+    row = next(r for r in sky.json("providers", "--check")["providers"] if r["type"] == "scaleway")
+    assert row["credentials"]["verified"] is True
+    refused = sky("providers", "--check", SCW_SECRET_KEY="00000000-1111-4222-8333-444444444444")
+    assert refused.returncode == 1 and "scaleway" in refused.stderr.lower()
