@@ -39,6 +39,7 @@ except sky.ConfigurationError as error:
         ("skyward-tensordock", "TensorDock", "TENSORDOCK_API_KEY"),
         ("skyward-jarvislabs", "JarvisLabs", "JL_API_KEY"),
         ("skyward-hyperstack", "Hyperstack", "HYPERSTACK_API_KEY"),
+        ("skyward-scaleway", "Scaleway", "SCW_SECRET_KEY"),
     ],
 )
 def test_core_and_one_cloud_install_alone_and_the_cloud_resolves(

@@ -45,6 +45,7 @@ PACKAGES = {
     "skyward_massedcompute": ROOT / "skyward-massedcompute" / "src" / "skyward_massedcompute",
     "skyward_tensordock": ROOT / "skyward-tensordock" / "src" / "skyward_tensordock",
     "skyward_jarvislabs": ROOT / "skyward-jarvislabs" / "src" / "skyward_jarvislabs",
+    "skyward_scaleway": ROOT / "skyward-scaleway" / "src" / "skyward_scaleway",
     "skyward_torch": ROOT / "skyward-torch" / "src" / "skyward_torch",
     "skyward_jax": ROOT / "skyward-jax" / "src" / "skyward_jax",
 }

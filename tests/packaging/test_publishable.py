@@ -36,6 +36,7 @@ CODE_DISTRIBUTIONS = {
     "skyward-massedcompute": "skyward_massedcompute",
     "skyward-tensordock": "skyward_tensordock",
     "skyward-jarvislabs": "skyward_jarvislabs",
+    "skyward-scaleway": "skyward_scaleway",
     "skyward-torch": "skyward_torch",
     "skyward-jax": "skyward_jax",
 }
@@ -45,7 +46,7 @@ EXTRAS = {"aws": "skyward-aws", "runpod": "skyward-runpod", "vastai": "skyward-v
           "verda": "skyward-verda", "novita": "skyward-novita", "vultr": "skyward-vultr", "slurm": "skyward-slurm",
           "lambda": "skyward-lambda", "gcp": "skyward-gcp", "hyperstack": "skyward-hyperstack",
           "massedcompute": "skyward-massedcompute", "tensordock": "skyward-tensordock",
-          "jarvislabs": "skyward-jarvislabs",
+          "jarvislabs": "skyward-jarvislabs", "scaleway": "skyward-scaleway",
           "torch": "skyward-torch", "jax": "skyward-jax"}
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 
