@@ -13,15 +13,13 @@ no longer lists them. A pool's exit destroys; a pool's scripts left by a failed 
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import structlog
 
-from skyward.errors import ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
+from skyward.providers.handover import Address, handed_over, read_back
 from skyward.providers.naming import of_pool
 from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
 from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
@@ -39,6 +37,14 @@ if TYPE_CHECKING:
 #: How long a running instance may answer with its image's host key before it is handed over (and
 #: then refused by the pinned check): the startup script restarts sshd with ours within seconds.
 GRACE = HOST_KEY_GRACE
+
+
+def _ended(row: dict[str, Any] | None) -> str | None:
+    """Why an instance will not come up (destroyed, failed), or None while it may."""
+    status = str((row or {}).get("status") or "").lower()
+    if gone(row) or status in FAILED_STATUSES:
+        return status or "destroyed"
+    return None
 
 
 class JarvisLabsProvider(RentedCloud):
@@ -140,25 +146,29 @@ class JarvisLabsProvider(RentedCloud):
     # -- refresh -------------------------------------------------------------------------------------
 
     async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
-        rows = await asyncio.gather(*(self.api.instance(i.id) for i in instances))
-        ready = []
-        for instance, row in zip(instances, rows, strict=True):
-            status = str((row or {}).get("status") or "").lower()
-            if gone(row) or status in FAILED_STATUSES:
-                where = f"JarvisLabs instance {instance.id} (node {instance.node})"
-                raise ProvisionError(f"{where} ended before it could be used ({status or 'destroyed'})")
-            address = ssh_address(row.get("ssh_str")) if row and status == "running" else None
-            if address is None:
-                continue
-            host, port, user = address
-            if not await self._host_keys.ready(instance.id, host, port, self.expected_host_key(instance)):
-                continue
+        """The instances running whose sshd presents the pool's host key (`handover`); each one's
+        startup script (it holds the key) is deleted as it is handed over."""
+        rows = await read_back(instances, self.api.instance)
+        ready = await handed_over(
+            instances,
+            rows,
+            keys=self._host_keys,
+            expected=self.expected_host_key,
+            ended=_ended,
+            address=self._address,
+            what="JarvisLabs instance",
+        )
+        for instance in ready:
             await self._drop_script(instance.id)
-            user = self.config.ssh_user or user
-            ready.append(
-                attrs.evolve(instance, public_ip=host, private_ip=host, ssh_port=port, ssh_user=user)
-            )
         return ready
+
+    def _address(self, row: dict[str, Any]) -> Address | None:
+        """Where a running instance answers, from its listing's SSH command."""
+        found = ssh_address(row.get("ssh_str")) if str(row.get("status") or "").lower() == "running" else None
+        if found is None:
+            return None
+        host, port, user = found
+        return Address(host=host, port=port, user=self.config.ssh_user or user)
 
     async def _drop_script(self, machine_id: str) -> None:
         script_id = self._scripts.pop(machine_id, None)
