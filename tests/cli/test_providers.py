@@ -187,3 +187,16 @@ def test_a_jarvislabs_key_in_the_environment_is_found(sky: Sky) -> None:
     row = by_type(sky.json("providers", JL_API_KEY="jl-test-key"))["jarvislabs"]
     assert row["distribution"] == "skyward-jarvislabs"
     assert row["credentials"] == {"found": True, "where": "$JL_API_KEY", "verified": None, "detail": ""}
+
+
+def test_scaleways_three_credentials_in_the_environment_are_found_and_a_lone_secret_is_not(sky: Sky) -> None:
+    three = {
+        "SCW_SECRET_KEY": "scw-secret",
+        "SCW_ACCESS_KEY": "SCWTEST",
+        "SCW_DEFAULT_PROJECT_ID": "scw-project",
+    }
+    row = by_type(sky.json("providers", **three))["scaleway"]
+    assert row["distribution"] == "skyward-scaleway"
+    assert row["credentials"] == {"found": True, "where": "$SCW_SECRET_KEY", "verified": None, "detail": ""}
+    lone = by_type(sky.json("providers", SCW_SECRET_KEY="scw-secret"))["scaleway"]["credentials"]
+    assert lone["found"] is False and "$SCW_ACCESS_KEY, $SCW_DEFAULT_PROJECT_ID" in lone["where"]

@@ -93,16 +93,24 @@ def resolve(access_key: str | None, secret_key: str | None, project_id: str | No
 
 
 def locate() -> CredentialStatus:
-    """Where the secret key would come from, for `sky providers`; reads no key into memory beyond
-    the profile, registers nothing, calls nothing."""
-    if os.environ.get(SECRET_KEY_VARIABLE, "").strip():
-        return CredentialStatus(found=True, where=f"${SECRET_KEY_VARIABLE}")
+    """Whether all three are there (variables or the CLI's profile), for `sky providers`: where
+    the secret key comes from, else which are missing. Registers nothing, calls nothing."""
     try:
-        if _profile().get("secret_key"):
-            return CredentialStatus(found=True, where=str(config_file()))
+        profile = _profile()
     except ConfigurationError:
-        pass
-    return CredentialStatus(found=False, where=f"${SECRET_KEY_VARIABLE} or {config_file()}")
+        profile = {}
+    fields = (
+        (SECRET_KEY_VARIABLE, "secret_key"),
+        (ACCESS_KEY_VARIABLE, "access_key"),
+        (PROJECT_VARIABLE, "default_project_id"),
+    )
+    missing = [f"${variable}" for variable, field in fields if not profile.get(field)]
+    if missing:
+        return CredentialStatus(found=False, where=f"looked in {', '.join(missing)} and {config_file()}")
+    secret_in_env = os.environ.get(SECRET_KEY_VARIABLE, "").strip()
+    return CredentialStatus(
+        found=True, where=f"${SECRET_KEY_VARIABLE}" if secret_in_env else str(config_file())
+    )
 
 
 def api_url() -> str:
