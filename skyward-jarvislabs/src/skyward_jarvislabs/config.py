@@ -2,26 +2,19 @@
 
 Checked when built, so a bad template or size fails on the line that wrote it. The API key is
 resolved when a pool starts (`account`), never here, so an environment key never travels in a
-pickled spec; one given explicitly is kept out of `repr` and registered for masking. The imports
-flow one way: account <- api/catalog/machine <- provider/offers <- config <- hooks.
+pickled spec; one given explicitly is kept out of `repr` and registered for masking. What every
+one-key cloud's config answers (its provider, prices, offers, credentials) is the kit's
+`KeyedConfig`, from the pieces named here. The imports flow one way: account <-
+api/catalog/machine <- provider/offers/sweep <- config <- hooks.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url, secret
-from skyward.providers.base import ProviderConfig
-
-if TYPE_CHECKING:
-    from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus, MissingCredential
-    from skyward.spec import Spec
-    from skyward_jarvislabs.offers import JarvisOffers
-    from skyward_jarvislabs.provider import JarvisLabsProvider
+from skyward.providers.keyed_config import KeyedConfig
 
 
 def _word(instance: JarvisLabs, attribute: attrs.Attribute[str], value: object) -> None:
@@ -46,7 +39,7 @@ def _regions(value: object) -> tuple[str, ...]:
 
 
 @attrs.frozen(kw_only=True)
-class JarvisLabs(ProviderConfig):
+class JarvisLabs(KeyedConfig):
     """Run a pool on JarvisLabs GPU instances, one instance per node, reached over SSH.
 
     `api_key` defaults to `JL_API_KEY`. `template` is the framework image every instance starts
@@ -66,52 +59,10 @@ class JarvisLabs(ProviderConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("JarvisLabs"))
 
-    @property
-    def name(self) -> str:
-        return "jarvislabs"
-
-    def create(self, options: Options | None = None) -> JarvisLabsProvider:
-        """The provider for one pool; resolves the key now, so a missing one fails first.
-        Imported here, when a pool starts: it loads aiohttp and asyncssh."""
-        from skyward_jarvislabs.provider import JarvisLabsProvider
-
-        return JarvisLabsProvider(self, options)
-
-    def hourly_price(self, spec: Spec) -> float | None:
-        """The first offer's price per node per hour; None when it cannot be told."""
-        from skyward_jarvislabs.offers import estimate_hourly_price
-
-        return estimate_hourly_price(self, spec)
-
-    def offer_source(self) -> JarvisOffers:
-        """This account's GPU types and prices in Skyward's catalog (`sky offers`)."""
-        from skyward_jarvislabs.offers import JarvisOffers
-
-        return JarvisOffers(api_key=self.api_key, api_url=self.api_url)
-
-    def missing_credentials(self) -> MissingCredential | None:
-        """None with `api_key=` given or `$JL_API_KEY` set, else which variable to set."""
-        from skyward.providers.credentials import lacking
-        from skyward_jarvislabs.account import API_KEY_VARIABLE
-
-        if self.api_key:
-            return None
-        return lacking(
-            type(self).credentials(),
-            provider="JarvisLabs",
-            credential=API_KEY_VARIABLE,
-            fix="set it or pass JarvisLabs(api_key=...)",
-        )
-
-    @classmethod
-    def credentials(cls, check: bool = False) -> CredentialStatus:
-        """For `sky providers`: whether `$JL_API_KEY` holds a key; with `check`, whether
-        JarvisLabs accepts it (one listing, `sweep.verify`)."""
-        from skyward_jarvislabs.account import locate_api_key
-
-        status = locate_api_key()
-        if not check:
-            return status
-        from skyward_jarvislabs.sweep import verify
-
-        return verify(status)
+    cloud = "JarvisLabs"
+    provider_name = "jarvislabs"
+    key_variable = "JL_API_KEY"
+    provider_class = "skyward_jarvislabs.provider:JarvisLabsProvider"
+    price_estimate = "skyward_jarvislabs.offers:estimate_hourly_price"
+    offers_class = "skyward_jarvislabs.offers:JarvisOffers"
+    key_check = "skyward_jarvislabs.sweep:verify"
