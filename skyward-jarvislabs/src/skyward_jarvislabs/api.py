@@ -131,8 +131,10 @@ class JarvisAPI(JsonApi):
         """Upload a startup script; its id (looked up by its name: the upload answers none)."""
         import aiohttp
 
-        form = aiohttp.FormData()
-        form.add_field("script", text.encode(), filename="startup.sh", content_type="application/x-sh")
+        # A multipart writer, not a FormData: it can be sent again when a 429 is waited out.
+        form = aiohttp.MultipartWriter("form-data")
+        part = form.append(text.encode(), {"Content-Type": "application/x-sh"})
+        part.set_content_disposition("form-data", name="script", filename="startup.sh")
         await self.call("POST", "/scripts/add", f"upload script {name}", params={"name": name}, data=form)
         for script_id, script_name in await self.scripts():
             if script_name == name:
