@@ -4,20 +4,25 @@ Such a cloud's source is the same but for its listing: it is built from a config
 `api_url` (None: the cloud's variable and endpoint), keyed by its endpoint (`$<CLOUD>_API_URL`
 points it elsewhere, as it does the sweeper), says where its key is without reading it
 (`credentials`), and resolves the key only when it fetches. A cloud names its variables and writes
-`listing(api_key, url)`: its offers, read from its API.
+`listing(api_key, url)`: its offers, read from its API. A cloud that declares its key as an
+`ApiKeyAccount` names it instead of the four variables (`account = ACCOUNT`), so its source reads
+the same variables as its config and sweeper.
 """
 
 from __future__ import annotations
 
 import abc
 import os
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
 from skyward.market.offer import Offer
 from skyward.market.source import MARKETPLACE_TTL
 from skyward.providers.credentials import CredentialStatus, locate_secret, resolve_secret
+
+if TYPE_CHECKING:
+    from skyward.providers.api_key import ApiKeyAccount
 
 
 @attrs.frozen
@@ -38,6 +43,15 @@ class KeyedOffers(abc.ABC):
     key_variable: ClassVar[str]
     #: Where to get a key, for the error when none is found.
     key_hint: ClassVar[str] = ""
+    #: The cloud's key and endpoint declared once; a subclass that sets it gets the four above.
+    account: ClassVar[ApiKeyAccount | None] = None
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        account = cls.__dict__.get("account")
+        if account is not None:
+            cls.cloud, cls.key_variable = account.cloud, account.variable
+            cls.default_url, cls.url_variable, cls.key_hint = account.url, account.url_variable, account.hint
 
     @property
     def key(self) -> str:

@@ -4,7 +4,8 @@ These callers are synchronous, and some run inside an event loop (a pool choosin
 asks for prices from its own loop, where `asyncio.run` cannot start another). So a client is
 opened, used and closed on a loop of its own (`run_closing`), on a short-lived thread when the
 caller may already be in a loop (`on_own_thread`). A price no one can read is None, never an
-error (`known_or_none`): the pool then tries that spec last and its launch reports the real cause.
+error (`known_or_none`): the pool then tries that spec last and its launch reports the real cause;
+`first_price` is that for the usual estimate, the price of the first offer a pool would take.
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import structlog
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from skyward.market.rental import Rental
 
 
 class Closable(Protocol):
@@ -69,3 +75,27 @@ def known_or_none(
     except Exception as exc:  # noqa: BLE001 - unknown; whoever acts on it reports the real error
         structlog.get_logger(logger).info(event, error=str(exc))
         return None
+
+
+#: How long choosing between specs may wait for one cloud's listing.
+PRICE_TIMEOUT = 15.0
+
+
+def first_price(
+    open_api: Callable[[], C],
+    offers: Callable[[C], Awaitable[Sequence[Rental]]],
+    *,
+    cloud: str,
+    logger: str,
+    timeout: float = PRICE_TIMEOUT,
+) -> float | None:
+    """A config's `hourly_price`: the price of the first of `offers(api)` (the order a pool tries
+    them in), None when there is none or it cannot be read (`known_or_none`, on a thread named
+    `<cloud>-price`, logged as `skyward.<cloud>_price_unknown`)."""
+
+    async def first(api: C) -> float | None:
+        found = await offers(api)
+        return found[0].price if found else None
+
+    thread, event = f"{cloud}-price", f"skyward.{cloud}_price_unknown"
+    return known_or_none(open_api, first, timeout=timeout, thread=thread, logger=logger, event=event)

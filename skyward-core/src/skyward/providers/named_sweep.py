@@ -9,6 +9,10 @@ evidence where the cloud has it), `in_region(row, region)`, and `leftover_resour
 (what a pool made beside its machines, deleted once the pool has none left: `delete_resources`
 reports each).
 
+`verify(status)` proves a credential for `sky providers --check` by counting `rows` (`count`).
+`KeyedSweeper` is the one of a single-key cloud: its credentials and client come from its
+`ApiKeyAccount` and API class, so it writes only the rows.
+
 Only rows named for a pool are listed, and `end` reads each machine back by id just before
 deleting it (`sweep.end_each`): a machine renamed or reused since it was listed is left alone.
 """
@@ -17,11 +21,15 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from skyward.extension.cloud_hooks import load
 from skyward.providers.calls import run_closing
-from skyward.providers.credentials import CredentialStatus
+from skyward.providers.credentials import CredentialStatus, verified
 from skyward.providers.sweep import Ended, Machine, SweepReport, end_each, named_pool
+
+if TYPE_CHECKING:
+    from skyward.providers.api_key import ApiKeyAccount
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -35,6 +43,8 @@ class NamedSweeper(abc.ABC):
     #: The start of every machine name Skyward gives, and the row field that holds the name.
     prefix = "skyward-"
     name_field = "name"
+    #: What a passed credential check says it listed (`verify`).
+    listing = "the key lists the account's machines"
 
     @abc.abstractmethod
     def credentials(self) -> CredentialStatus: ...
@@ -86,6 +96,16 @@ class NamedSweeper(abc.ABC):
         """`work(api)` on a loop of its own, the client closed after it."""
         return run_closing(self.client, work)
 
+    async def count(self, api: Any) -> int:
+        """What a credential check counts: the rows the sweep lists (one authenticated listing)."""
+        return len(await self.rows(api))
+
+    def verify(self, status: CredentialStatus) -> CredentialStatus:
+        """`sky providers --check`: `status` with whether the cloud took the credential, told by
+        one listing (`count`) that creates nothing, on a thread of its own (`verified`)."""
+        thread = f"{self.name.lower()}-check"
+        return verified(status, lambda: self.run(self.count), self.listing, thread=thread)
+
     def machines(self, region: str | None = None) -> list[Machine]:
         listed: list[Machine] = []
         for row in self.run(self.rows):
@@ -113,3 +133,18 @@ class NamedSweeper(abc.ABC):
             return items + await self.leftover_resources(api, pools)
 
         return SweepReport(tuple(self.run(work)))
+
+
+class KeyedSweeper(NamedSweeper):
+    """A `NamedSweeper` of a cloud whose API takes one key: `account` says where the key and the
+    endpoint are, `api` names the client class (`"module:Name"`, built with the key and the URL,
+    imported only when a sweep runs)."""
+
+    account: ClassVar[ApiKeyAccount]
+    api: ClassVar[str]
+
+    def credentials(self) -> CredentialStatus:
+        return self.account.locate()
+
+    def client(self) -> Any:
+        return load(self.api)(self.account.resolve(None), self.account.env_url())
