@@ -6,7 +6,10 @@ with 401 `denied_authentication`): `GET /products/servers` (paged, `X-Total-Coun
 `POST|GET /security_groups`, `POST /security_groups/{id}/rules`, `DELETE /security_groups/{id}`
 (refused while a server uses the group), `POST /servers` (created stopped), `GET /servers?tags=
 &name=&project=`, `GET|DELETE /servers/{id}`, `PATCH /servers/{id}/user_data/{key}` (text) and
-`POST /servers/{id}/action` (`poweron`, `terminate`). Errors are `{"type": ..., "message": ...}`.
+`POST /servers/{id}/action` (`poweron`, `terminate`), and the Block Storage API's
+`DELETE /block/v1/zones/{zone}/volumes/{id}` (refused while the volume is attached): each server
+boots from a Block Storage volume that `terminate` and `DELETE` detach and leave. Errors are
+`{"type": ..., "message": ...}`.
 `GET /ip` (no key) echoes the caller's address, as `checkip` does.
 
 A server boots for real when powered on: the fake reads its `cloud-init` user data (a
@@ -98,6 +101,8 @@ class FakeScaleway(FakeCloud):
     groups: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     #: Each group's rules, by group id.
     rules: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)
+    #: Block Storage volumes by id, each with the server it is attached to (None: detached).
+    volumes: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     #: Each server's user data, by server id and key.
     user_data: dict[str, dict[str, str]] = attrs.field(factory=dict)
     #: Every create body received, accepted or not, in order, with its zone.
@@ -140,6 +145,7 @@ class FakeScaleway(FakeCloud):
                 web.delete(base + "/servers/{id}", self._delete),
                 web.patch(base + "/servers/{id}/user_data/{key}", self._set_user_data),
                 web.post(base + "/servers/{id}/action", self._action),
+                web.delete("/block/v1/zones/{zone}/volumes/{id}", self._delete_volume),
             ]
         )
         return app
@@ -147,13 +153,14 @@ class FakeScaleway(FakeCloud):
     def check_nothing_left(self) -> None:
         assert not self.servers, f"servers left: {sorted(self.servers)}"
         assert not self.groups, f"security groups left: {sorted(self.groups)}"
+        assert not self.volumes, f"block volumes left: {sorted(self.volumes)}"
         super().check_nothing_left()
 
     # -- auth, paging ------------------------------------------------------------------------------
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.path.startswith("/instance/"):
+        if request.path.startswith(("/instance/", "/block/")):
             token = request.headers.get("X-Auth-Token", "")
             self.tokens_seen.append(token)
             if token != self.secret_key and token not in self.other_keys:
@@ -238,8 +245,10 @@ class FakeScaleway(FakeCloud):
             return not_found("instance_security_group")
         if {body["commercial_type"], zone} & self.out_of_stock:
             return error("out_of_stock", "server is out of stock", 409, resource="server")
-        server_id = str(uuid.uuid4())
+        server_id, volume_id = str(uuid.uuid4()), str(uuid.uuid4())
         group = self.groups[body["security_group"]]
+        self.volumes[volume_id] = {"id": volume_id, "zone": zone, "server": server_id}
+        boot = {"id": volume_id, "volume_type": "sbs_volume", "boot": True, "zone": zone, "size": 20 * GIB}
         row = {
             "id": server_id,
             "name": body["name"],
@@ -258,7 +267,7 @@ class FakeScaleway(FakeCloud):
             "public_ips": [],
             "private_ip": None,
             "security_group": {"id": group["id"], "name": group["name"]},
-            "volumes": {},
+            "volumes": {"0": boot},
             "allowed_actions": ["poweron", "backup"],
         }
         self.servers[server_id] = row
@@ -285,7 +294,7 @@ class FakeScaleway(FakeCloud):
             return not_found("instance_server")
         if row["state"] != "stopped":
             return error("precondition_failed", "server should be stopped", 400)
-        del self.servers[row["id"]]
+        self._remove_server(row["id"])
         return web.Response(status=204)
 
     async def _set_user_data(self, request: web.Request) -> web.Response:
@@ -307,13 +316,29 @@ class FakeScaleway(FakeCloud):
             row["state"] = "starting"
             await asyncio.to_thread(self._boot, row)
         elif action == "terminate" and row["state"] != "stopped":
-            del self.servers[row["id"]]
+            self._remove_server(row["id"])
             await self.power_off(row["id"])
             self.terminated.append(row["id"])
         else:
             return error("precondition_failed", f"{action} is not allowed on a {row['state']} server", 400)
         task = {"id": str(uuid.uuid4()), "description": action, "status": "pending", "href_from": ""}
         return web.json_response({"task": task}, status=202)
+
+    def _remove_server(self, server_id: str) -> None:
+        """The server gone; its Block Storage volumes stay, detached, as Scaleway leaves them."""
+        del self.servers[server_id]
+        for volume in self.volumes.values():
+            if volume["server"] == server_id:
+                volume["server"] = None
+
+    async def _delete_volume(self, request: web.Request) -> web.Response:
+        volume = self.volumes.get(request.match_info["id"])
+        if volume is None:
+            return not_found("volume")
+        if volume["server"] is not None:
+            return error("precondition_failed", "volume is in use", 412)
+        del self.volumes[volume["id"]]
+        return web.Response(status=204)
 
     # -- machines ----------------------------------------------------------------------------------
 

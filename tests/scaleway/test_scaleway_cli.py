@@ -25,6 +25,8 @@ def leftover(api: FakeScaleway, pool: str, node: int, server_id: str, zone: str 
     group = f"sg-{pool}-{zone}"
     api.groups[group] = {"id": group, "name": f"skyward-{pool}", "zone": zone, "project": PROJECT}
     api.rules[group] = []
+    api.volumes[f"vol-{server_id}"] = {"id": f"vol-{server_id}", "zone": zone, "server": server_id}
+    boot = {"id": f"vol-{server_id}", "volume_type": "sbs_volume", "boot": True, "zone": zone}
     api.servers[server_id] = {
         "id": server_id,
         "name": f"skyward-{pool}-{node}",
@@ -35,6 +37,7 @@ def leftover(api: FakeScaleway, pool: str, node: int, server_id: str, zone: str 
         "zone": zone,
         "creation_date": "2026-11-25T10:00:00+00:00",
         "security_group": {"id": group, "name": f"skyward-{pool}"},
+        "volumes": {"0": boot},
     }
     return server_id
 
@@ -70,9 +73,10 @@ def test_ls_lists_the_servers_skyward_tagged_and_named_in_every_gpu_zone_and_no_
     assert seen == {("Scaleway", "crashed1", "H100-1-80G")}
     for server in ours:
         scaleway_api.servers.pop(server)
+        scaleway_api.volumes.pop(f"vol-{server}")
 
 
-def test_down_pool_terminates_that_pools_servers_and_deletes_its_security_group_only(
+def test_down_pool_terminates_that_pools_servers_and_deletes_their_volumes_and_security_group_only(
     sky: Sky, scaleway_api: FakeScaleway
 ) -> None:
     leftover(scaleway_api, "first1", 0, "srv-a")
@@ -82,7 +86,9 @@ def test_down_pool_terminates_that_pools_servers_and_deletes_its_security_group_
     assert scaleway_api.terminated == ["srv-a"]
     assert sorted(scaleway_api.servers) == ["srv-c", "srv-theirs"]
     assert sorted(scaleway_api.groups) == ["sg-second2-nl-ams-1"]
+    assert sorted(scaleway_api.volumes) == ["vol-srv-c"], "the terminated server's boot volume deleted"
     scaleway_api.servers.pop("srv-c")
+    scaleway_api.volumes.pop("vol-srv-c")
 
 
 def test_offers_and_providers_check_read_the_project_with_the_environments_credentials(

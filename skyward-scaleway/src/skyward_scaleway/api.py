@@ -9,7 +9,9 @@ waits on a socket. Endpoints (`{api_url}/instance/v1/zones/{zone}`, `X-Auth-Toke
   the pool's group, inbound traffic dropped but SSH from the client's address;
 - `POST /servers` (created stopped), `PATCH /servers/{id}/user_data/cloud-init`,
   `POST /servers/{id}/action` (`poweron`, `terminate`), `GET /servers?tags=&name=`,
-  `GET /servers/{id}`, `DELETE /servers/{id}` (a server never powered on).
+  `GET /servers/{id}`, `DELETE /servers/{id}` (a server never powered on);
+- `DELETE /block/v1/zones/{zone}/volumes/{id}`: a server's Block Storage volume, which neither
+  `terminate` nor `DELETE /servers/{id}` deletes (they detach it, and it bills on).
 
 Errors arrive as `{"type": "...", "message": "..."}`: a refused key (401, 403) is a
 `ProvisionError` naming the credentials; `out_of_stock` (a type the zone has none of now) is a
@@ -57,6 +59,7 @@ class ScalewayAPI:
 
     def __init__(self, credentials: Credentials, url: str) -> None:
         from scaleway import Client
+        from scaleway.block.v1 import BlockV1API
         from scaleway.instance.v1.custom_api import InstanceUtilsV1API
 
         self.url = url.rstrip("/")
@@ -69,6 +72,7 @@ class ScalewayAPI:
         )
         try:
             self.sdk = InstanceUtilsV1API(client)
+            self.block = BlockV1API(client)
         except ValueError as exc:  # the SDK checks the keys' shapes
             raise ProvisionError(f"Scaleway: {exc}; {ERRORS.credentials}") from None
 
@@ -227,3 +231,19 @@ class ScalewayAPI:
             lambda: self.sdk.list_servers_all(zone=zone, tags=[TAG], name=name, project=self.project),
         )
         return list(answer or [])
+
+    # -- block volumes -----------------------------------------------------------------------------
+
+    async def delete_volume(self, zone: str, volume_id: str) -> None:
+        """Delete a detached Block Storage volume; one gone already is fine (refused while in use)."""
+        await self._call(
+            f"delete block volume {volume_id}",
+            lambda: self.block.delete_volume(zone=zone, volume_id=volume_id),
+            gone_ok=True,
+        )
+
+
+def block_volumes(server: Any) -> list[str]:
+    """The ids of a server's Block Storage volumes (its boot volume among them)."""
+    volumes = getattr(server, "volumes", None) or {}
+    return [str(v.id) for v in volumes.values() if str(getattr(v, "volume_type", "")) == "sbs_volume"]

@@ -38,7 +38,7 @@ url, zone, name, tag = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3], sys.ar
 path = os.path.join(os.path.expanduser("~"), ".skyward-scaleway.env")
 env = dict(line.strip().split("=", 1) for line in open(path) if "=" in line)
 headers = {"X-Auth-Token": env["SCW_SECRET_KEY"], "Content-Type": "application/json"}
-base = url + "/instance/v1/zones/" + zone
+base = url + "/instance/v1/zones/" + zone + "/servers"
 def call(method, route, body=None):
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(base + route, data=data, method=method, headers=headers)
@@ -46,9 +46,9 @@ def call(method, route, body=None):
         text = answer.read()
     return json.loads(text) if text else None
 query = urllib.parse.urlencode({"name": name, "tags": tag, "per_page": 100})
-for row in (call("GET", "/servers?" + query) or {}).get("servers") or []:
+for row in (call("GET", "?" + query) or {}).get("servers") or []:
     if row.get("name") == name and tag in (row.get("tags") or []):
-        call("POST", "/servers/" + row["id"] + "/action", {"action": "terminate"})
+        call("POST", "/" + row["id"] + "/action", {"action": "terminate"})
 """
 
 
@@ -60,7 +60,9 @@ def server_name(pool_id: str, node: int) -> str:
 def end_command(api_url: str, zone: str, name: str, tag: str) -> str:
     """What the node's guardian runs when the pool's lease lapses: the server terminates itself
     (`POST /servers/{id}/action`), found by its name and tag, with the key the user data kept.
-    Python's standard library only: Scaleway's Ubuntu images have python3."""
+    Its Block Storage boot volume outlives it, detached (a volume in use cannot be deleted, and
+    the program ends with the server): `sky down` or the console deletes it. Python's standard
+    library only: Scaleway's Ubuntu images have python3."""
     return vm_boot.end_command(_END, api_url, zone, name, tag)
 
 

@@ -7,8 +7,9 @@ may use (inbound dropped but SSH from this client's address); `launch` creates o
 (stopped, tagged `skyward`, named `skyward-<pool>-<node>`), sets its cloud-init user data
 (`machine`) and powers it on, trying the offers (type, zone) cheapest first and falling over to
 the next when Scaleway answers `out_of_stock`; `refresh` hands a server over once it runs and its
-sshd presents the pool's host key; `destroy` terminates servers and waits until Scaleway no longer
-lists them; `release` deletes the security groups. An Instance id is `<zone>/<server id>`: the API
+sshd presents the pool's host key; `destroy` terminates servers, waits until Scaleway no longer
+lists them and deletes their Block Storage volumes (which `terminate` only detaches);
+`release` deletes the security groups. An Instance id is `<zone>/<server id>`: the API
 is zonal. A server whose client is gone is terminated by the node's guardian.
 """
 
@@ -30,7 +31,7 @@ from skyward.providers.rented import RentedCloud, named_leftovers, rented_instan
 from skyward.providers.rest import delete_retrying
 from skyward.providers.ssh import head_port
 from skyward_scaleway.account import TAG, resolve
-from skyward_scaleway.api import LOGGER, ScalewayAPI
+from skyward_scaleway.api import LOGGER, ScalewayAPI, block_volumes
 from skyward_scaleway.machine import end_command, server_name, user_data
 from skyward_scaleway.offers import rentals, types_for
 
@@ -75,6 +76,8 @@ class ScalewayProvider(RentedCloud):
         self.api = ScalewayAPI(credentials, config.url)
         self._log = structlog.get_logger(LOGGER)
         self._host_keys = PinnedKeyWait(GRACE)
+        #: The Block Storage volumes of each server being ended, deleted once it is gone.
+        self._volumes: dict[str, list[str]] = {}
 
     def end_machine_command(self, cluster: Cluster, instance: Instance) -> str | None:
         zone, _ = zone_of(instance.id)
@@ -146,12 +149,19 @@ class ScalewayProvider(RentedCloud):
             )
             await self.api.action(zone, server.id, "poweron")
         except BaseException:
-            await asyncio.shield(self.api.delete_server(zone, server.id))
+            await asyncio.shield(self._discard(zone, server))
             raise
         config = self.config
         return rented_instance(
             f"{zone}/{server.id}", node, offer, ssh_user=config.ssh_user, ssh_port=config.ssh_port
         )
+
+    async def _discard(self, zone: str, server: Any) -> None:
+        """Delete a server that never powered on, and its volumes (a deleted server detaches them)."""
+        await self.api.delete_server(zone, server.id)
+        for volume in block_volumes(server):
+            with contextlib.suppress(ProvisionError):
+                await self.api.delete_volume(zone, volume)
 
     # -- refresh -------------------------------------------------------------------------------------
 
@@ -186,10 +196,26 @@ class ScalewayProvider(RentedCloud):
         server = await self.api.server(zone, server_id)
         if server is None:
             return
+        self._volumes[instance_id] = block_volumes(server)
         if str(server.state) == "stopped":
             await self.api.delete_server(zone, server_id)
         else:
             await self.api.action(zone, server_id, "terminate", gone_ok=True)
+
+    async def destroy(self, cluster: Cluster, instances: list[Instance]) -> None:
+        """Terminate the servers and wait until they are gone (`RentedCloud.destroy`), then delete
+        their Block Storage volumes (retried while Scaleway still detaches them)."""
+        await super().destroy(cluster, instances)
+        for instance in instances:
+            zone, _ = zone_of(instance.id)
+            for volume in self._volumes.pop(instance.id, []):
+                await delete_retrying(
+                    lambda zone=zone, volume=volume: self.api.delete_volume(zone, volume),
+                    cloud=self.cloud,
+                    what=f"block volume {volume} in {zone}",
+                    where="the Scaleway console (Storage -> Block Storage)",
+                    delay=self.poll_interval,
+                )
 
     async def machine_gone(self, instance: Instance) -> bool:
         return await self.api.server(*zone_of(instance.id)) is None

@@ -4,13 +4,15 @@
 A server is Skyward's when it carries the `skyward` tag and its name is `skyward-<pool>-<node>`
 (`machine.server_name`); the listing asks Scaleway for the tag in each zone (`$SCW_DEFAULT_ZONE`,
 else every GPU zone), and nothing else is listed or ended; `end` reads each server back by id just
-before terminating it. A pool also leaves its security group (named `skyward-<pool>`): once a pool
+before terminating it, and deletes its Block Storage volumes once it is gone (`terminate` only
+detaches them). A pool also leaves its security group (named `skyward-<pool>`): once a pool
 has no server left, `end` deletes it too. The credentials are the environment's or the CLI
 profile's; `$SCW_API_URL` points the command at another endpoint. No expiry lease is written.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 from typing import Any
 
@@ -18,10 +20,16 @@ import attrs
 
 from skyward.providers.credentials import CredentialStatus, verified
 from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.rest import delete_retrying
 from skyward.providers.sweep import Ended, Machine, named_pool
 from skyward_scaleway.account import TAG, locate, zones
+from skyward_scaleway.api import block_volumes
 from skyward_scaleway.machine import NAME_PREFIX
 from skyward_scaleway.provider import zone_of
+
+#: How often, and how many times, `end` reads a terminated server back before deleting its volumes.
+GONE_WAIT = 2.0
+GONE_READS = 60
 
 
 def row_of(zone: str, server: Any) -> Row:
@@ -65,8 +73,25 @@ class ScalewaySweeper(NamedSweeper):
         return None if server is None else row_of(zone, server)
 
     async def delete(self, api: Any, machine_id: str) -> object:
+        """Terminate the server, then, once Scaleway no longer lists it, delete the Block Storage
+        volumes `terminate` only detached (they would bill on)."""
         zone, server_id = zone_of(machine_id)
-        return await api.action(zone, server_id, "terminate", gone_ok=True)
+        server = await api.server(zone, server_id)
+        volumes = block_volumes(server) if server is not None else []
+        await api.action(zone, server_id, "terminate", gone_ok=True)
+        for _ in range(GONE_READS):
+            if await api.server(zone, server_id) is None:
+                break
+            await asyncio.sleep(GONE_WAIT)
+        for volume in volumes:
+            await delete_retrying(
+                lambda volume=volume: api.delete_volume(zone, volume),
+                cloud="Scaleway",
+                what=f"block volume {volume} in {zone}",
+                where="the Scaleway console (Storage -> Block Storage)",
+                delay=GONE_WAIT,
+            )
+        return None
 
     def gone(self, row: Row | None) -> bool:
         return row is None
