@@ -11,15 +11,16 @@ script are refused with 422 as a FastAPI backend does.
 A created instance boots for real: the fake reads the host key and the login key from its
 startup script (the `SKYWARD_SSH_HOST_KEY` export and the `authorized_keys` line), starts an sshd
 (`ssh_hosts.start_machine`) on a loopback address and port of its own, which its `ssh_str` gives
-("ssh -p <port> root@<address>"), and runs the script's key line and guardian line as the
-instance would, with the login's home. Knobs: `no_capacity` (GPU types or regions) refuses a
-create there with JarvisLabs' "no free GPUs" words; `sshd_down` boots instances whose sshd never
-answers; `destroy_errors` fails that many destroy calls with a 500.
+("ssh -p <port> <user>@<address>", the user the sshd lets in), and runs the script's key line
+and guardian line as the instance would, with the login's home. Knobs: `no_capacity` (GPU types
+or regions) refuses a create there with JarvisLabs' "no free GPUs" words; `sshd_down` boots
+instances whose sshd never answers; `destroy_errors` fails that many destroy calls with a 500.
 """
 
 from __future__ import annotations
 
 import asyncio
+import getpass
 import itertools
 import re
 import shlex
@@ -211,7 +212,8 @@ class FakeJarvis(FakeCloud):
             "machine_id": int(machine_id),
             "name": body["name"],
             "status": "Running",
-            "ssh_str": f"ssh -p {port} root@{address}",
+            # JarvisLabs names root; the fake names the one user its sshd lets in
+            "ssh_str": f"ssh -p {port} {getpass.getuser()}@{address}",
             "gpu_type": body["gpu_type"],
             "num_gpus": body["num_gpus"],
             "region": body["region"],

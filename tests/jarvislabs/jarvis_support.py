@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from cloud_workloads import login_here, quiet_pool
+from cloud_workloads import quiet_pool
 from fake_jarvis import FakeJarvis
 
 import skyward as sky
@@ -14,9 +15,11 @@ API_KEY = "jl_TESTKEY_0123456789abcdefSECRET"
 
 
 def jarvis(api: FakeJarvis, **kwargs: Any) -> sky.JarvisLabs:
-    """`sky.JarvisLabs` pointed at the fake, logging in as this user, venvs from this interpreter."""
+    """`sky.JarvisLabs` pointed at the fake, logging in as the user its instances' `ssh_str` names
+    (this one), venvs from this interpreter."""
     kwargs.setdefault("api_key", API_KEY)
-    return sky.JarvisLabs(api_url=api.url, **login_here(kwargs))
+    kwargs.setdefault("python", sys.executable)
+    return sky.JarvisLabs(api_url=api.url, **kwargs)
 
 
 def jarvis_pool(api: FakeJarvis, *, provider: Any = None, **kwargs: Any) -> Any:
