@@ -10,6 +10,7 @@ start covers the lot (CI time); the refusals below fail before any server exists
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ from skyward.errors import NoOffersError, ProvisionError
 
 
 def test_a_two_node_pool_falls_over_out_of_stock_runs_tasks_and_terminates_everything_on_exit(
-    scaleway_api: FakeScaleway, tmp_path: Path
+    scaleway_api: FakeScaleway, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     scaleway_api.out_of_stock = {"fr-par-2"}
+    caplog.set_level(logging.DEBUG, logger="scaleway")  # the SDK's own request log, bodies and all
     log_file = tmp_path / "skyward.log"
     events: list[Any] = []
     logging_config = sky.LogConfig(level="DEBUG", file=str(log_file), console=False)
@@ -56,6 +58,9 @@ def test_a_two_node_pool_falls_over_out_of_stock_runs_tasks_and_terminates_every
     text = log_file.read_text()
     assert "skyward.scaleway_server_created" in text and SECRET_KEY not in text
     assert events and not any(SECRET_KEY in repr(event) for event in events)
+    sdk_log = [record.getMessage() for record in caplog.records if record.name == "scaleway"]
+    assert any("/products/servers" in line for line in sdk_log), "the SDK's request log is on"
+    assert not any(SECRET_KEY in line or "PRIVATE KEY" in line for line in sdk_log), "no user data in it"
 
 
 def test_spot_is_refused_naming_the_fix_before_anything_is_created(scaleway_api: FakeScaleway) -> None:

@@ -21,6 +21,7 @@ Errors arrive as `{"type": "...", "message": "..."}`: a refused key (401, 403) i
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -49,6 +50,19 @@ CLOUD_INIT = "cloud-init"
 T = TypeVar("T")
 
 __all__ = ["CLOUD_INIT", "LOGGER", "TAG", "Gone", "ScalewayAPI"]
+
+
+class _NoUserData(logging.Filter):
+    """The SDK logs each request's body at DEBUG (the token masked, the body not): a user data
+    request carries the pool's private host key and the guardian's key, so its record is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "/user_data/" not in record.getMessage()
+
+
+_SDK_LOG = logging.getLogger("scaleway")
+if not any(isinstance(f, _NoUserData) for f in _SDK_LOG.filters):
+    _SDK_LOG.addFilter(_NoUserData())
 
 
 class ScalewayAPI:
