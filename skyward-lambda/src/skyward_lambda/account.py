@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import os
 
-from skyward.providers.credentials import CredentialStatus, locate_secret, resolve_secret
+from skyward.providers.api_key import ApiKeyAccount
+from skyward.providers.credentials import resolve_secret
 
 API_KEY_VARIABLE = "LAMBDA_API_KEY"
 GUARDIAN_KEY_VARIABLE = "LAMBDA_GUARDIAN_API_KEY"
 API_URL = "https://cloud.lambda.ai/api/v1"
 KEYS_PAGE = "https://cloud.lambda.ai/api-keys/cloud-api"
-
-
-def resolve_api_key(value: object) -> str:
-    return resolve_secret(value, API_KEY_VARIABLE, provider="LambdaCloud", hint=f"create one at {KEYS_PAGE}")
+#: The pool's key and the endpoint; `$LAMBDA_API_URL` points `sky ls`/`down`/`offers` elsewhere.
+ACCOUNT = ApiKeyAccount(
+    cloud="LambdaCloud",
+    variable=API_KEY_VARIABLE,
+    url=API_URL,
+    url_variable="LAMBDA_API_URL",
+    keys_page=KEYS_PAGE,
+)
 
 
 def resolve_guardian_key(value: object, api_key: str) -> str:
@@ -38,7 +43,3 @@ def resolve_guardian_key(value: object, api_key: str) -> str:
         argument="guardian_api_key",
         hint=f"create one at {KEYS_PAGE}",
     )
-
-
-def locate_api_key() -> CredentialStatus:
-    return locate_secret(API_KEY_VARIABLE)

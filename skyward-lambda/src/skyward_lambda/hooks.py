@@ -1,31 +1,13 @@
-"""Hook implementations that skyward-core discovers through the `skyward` entry point.
-
-`sky.LambdaCloud` and `provider="lambdacloud"` resolve through `skyward_providers`; `sky ls` /
-`sky down` find the pools' VMs through `skyward_sweepers`; `sky offers` lists the instance types
-through `skyward_offer_sources`. Each imports lazily: discovery stays light.
-"""
+"""What skyward-core discovers through the `skyward` entry point: `sky.LambdaCloud` and
+`provider="lambdacloud"`, the VMs `sky ls`/`sky down` sweep and the instance types `sky offers`
+lists, each imported only when asked (`skyward.extension.cloud_hooks`)."""
 
 from __future__ import annotations
 
-from skyward.extension.hookspecs import hookimpl
+from skyward.extension.cloud_hooks import cloud_hooks
 
-
-@hookimpl
-def skyward_providers() -> dict[str, object]:
-    from skyward_lambda.config import LambdaCloud
-
-    return {"LambdaCloud": LambdaCloud}
-
-
-@hookimpl
-def skyward_sweepers() -> list[object]:
-    from skyward_lambda.sweep import LambdaSweeper
-
-    return [LambdaSweeper()]
-
-
-@hookimpl
-def skyward_offer_sources() -> list[object]:
-    from skyward_lambda.offers import LambdaOffers
-
-    return [LambdaOffers()]
+skyward_providers, skyward_sweepers, skyward_offer_sources = cloud_hooks(
+    providers={"LambdaCloud": "skyward_lambda.config:LambdaCloud"},
+    sweeper="skyward_lambda.sweep:LambdaSweeper",
+    offers="skyward_lambda.offers:LambdaOffers",
+)

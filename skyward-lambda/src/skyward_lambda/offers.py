@@ -14,21 +14,15 @@ from __future__ import annotations
 from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
 from skyward.providers.calls import run_closing
-from skyward_lambda.account import API_KEY_VARIABLE, API_URL, KEYS_PAGE
+from skyward_lambda.account import ACCOUNT
 from skyward_lambda.catalog import offer_of, types_of
-
-URL_VARIABLE = "LAMBDA_API_URL"
 
 
 class LambdaOffers(KeyedOffers):
     """Lambda's instance types and their prices, for one account and endpoint."""
 
     name = "lambda"
-    cloud = "LambdaCloud"
-    default_url = API_URL
-    url_variable = URL_VARIABLE
-    key_variable = API_KEY_VARIABLE
-    key_hint = f"create one at {KEYS_PAGE}"
+    account = ACCOUNT
 
     def listing(self, api_key: str, url: str) -> list[Offer]:
         from skyward_lambda.api import LambdaAPI

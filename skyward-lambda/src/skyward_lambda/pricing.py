@@ -10,17 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skyward.market.rental import Rental
-from skyward.providers.calls import known_or_none
-from skyward_lambda.account import resolve_api_key
+from skyward.providers.calls import first_price
+from skyward_lambda.account import ACCOUNT
 from skyward_lambda.api import LOGGER, LambdaAPI
 from skyward_lambda.catalog import InstanceType, matching, plan, types_of
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_lambda.config import LambdaCloud
-
-#: How long choosing a spec may wait for Lambda's listing.
-PRICE_TIMEOUT = 15.0
 
 
 async def fitting(api: LambdaAPI, spec: Spec) -> list[InstanceType]:
@@ -41,15 +38,9 @@ def regions_for(config: LambdaCloud, spec: Spec) -> tuple[str, ...]:
 
 
 def estimate_hourly_price(config: LambdaCloud, spec: Spec) -> float | None:
-    async def first(api: LambdaAPI) -> float | None:
-        found = await offers(api, spec, regions_for(config, spec))
-        return found[0].price if found else None
-
-    return known_or_none(
-        lambda: LambdaAPI(resolve_api_key(config.api_key), config.url),
-        first,
-        timeout=PRICE_TIMEOUT,
-        thread="lambda-price",
+    return first_price(
+        lambda: LambdaAPI(ACCOUNT.resolve(config.api_key), config.url),
+        lambda api: offers(api, spec, regions_for(config, spec)),
+        cloud="lambda",
         logger=LOGGER,
-        event="skyward.lambda_price_unknown",
     )

@@ -27,7 +27,7 @@ from skyward.providers.probe import answers_with
 from skyward.providers.rented import RentedCloud
 from skyward.providers.rest import Refused
 from skyward.providers.ssh import head_port
-from skyward_lambda.account import GUARDIAN_KEY_VARIABLE, resolve_api_key, resolve_guardian_key
+from skyward_lambda.account import ACCOUNT, GUARDIAN_KEY_VARIABLE, resolve_guardian_key
 from skyward_lambda.api import LOGGER, LambdaAPI, gone
 from skyward_lambda.catalog import InstanceType, plan
 from skyward_lambda.machine import NAME_PREFIX, end_command, instance_name, user_data
@@ -51,7 +51,7 @@ class LambdaProvider(RentedCloud):
     def __init__(self, config: LambdaCloud, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
         self.config = config
-        api_key = resolve_api_key(config.api_key)
+        api_key = ACCOUNT.resolve(config.api_key)
         self.guardian_key = resolve_guardian_key(config.guardian_api_key, api_key)
         self.own_guardian_key = self.guardian_key != api_key
         self.api = LambdaAPI(api_key, config.url)

@@ -10,34 +10,24 @@ has no lease: its VMs never count as expired.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection
 from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
-from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.named_sweep import KeyedSweeper, Row
 from skyward.providers.naming import MACHINE_PREFIX as NAME_PREFIX
 from skyward.providers.sweep import Ended, Machine, parse_time
-from skyward_lambda.account import API_URL, locate_api_key
-
-URL_VARIABLE = "LAMBDA_API_URL"
+from skyward_lambda.account import ACCOUNT
 
 
 @attrs.define
-class LambdaSweeper(NamedSweeper):
+class LambdaSweeper(KeyedSweeper):
     name: str = "Lambda"
     prefix = NAME_PREFIX
-
-    def credentials(self) -> CredentialStatus:
-        return locate_api_key()
-
-    def client(self) -> Any:
-        from skyward_lambda.account import resolve_api_key
-        from skyward_lambda.api import LambdaAPI
-
-        return LambdaAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
+    account = ACCOUNT
+    api = "skyward_lambda.api:LambdaAPI"
+    listing = "the key lists the account's instances"
 
     async def rows(self, api: Any) -> list[Row]:
         return list(await api.instances())
@@ -87,14 +77,3 @@ class LambdaSweeper(NamedSweeper):
 def _region(row: Row) -> str:
     region = row.get("region")
     return str(region.get("name") or "") if isinstance(region, dict) else ""
-
-
-def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the account's VMs listed (nothing is
-    created)."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.instances())
-
-    listing = "the key lists the account's instances"
-    return verified(status, lambda: LambdaSweeper().run(listed), listing, thread="lambda-check")
