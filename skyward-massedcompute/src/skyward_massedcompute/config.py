@@ -2,26 +2,19 @@
 
 Checked when built, so a bad image or region fails on the line that wrote it. The API key is
 resolved when a pool starts (`account`), never here, so an environment key never travels in a
-pickled spec; one given explicitly is kept out of `repr` and registered for masking. The imports
-flow one way: account <- api/catalog/machine <- provider/offers <- config <- hooks.
+pickled spec; one given explicitly is kept out of `repr` and registered for masking. What every
+one-key cloud's config answers (its provider, prices, offers, credentials) is the kit's
+`KeyedConfig`, from the pieces named here. The imports flow one way: account <-
+api/catalog/machine <- provider/offers/sweep <- config <- hooks.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url, secret
-from skyward.providers.base import ProviderConfig
-
-if TYPE_CHECKING:
-    from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus, MissingCredential
-    from skyward.spec import Spec
-    from skyward_massedcompute.offers import MassedOffers
-    from skyward_massedcompute.provider import MassedComputeProvider
+from skyward.providers.keyed_config import KeyedConfig
 
 #: The image a machine boots: the first of `GET /images` whose name contains this.
 DEFAULT_IMAGE = "ubuntu"
@@ -48,7 +41,7 @@ def _regions(value: object) -> tuple[str, ...]:
 
 
 @attrs.frozen(kw_only=True)
-class MassedCompute(ProviderConfig):
+class MassedCompute(KeyedConfig):
     """Run a pool on Massed Compute GPU VMs, one VM per node, reached over SSH as root.
 
     `api_key` defaults to `MASSED_API_KEY`. `image` is the image every VM boots: an id from
@@ -67,58 +60,16 @@ class MassedCompute(ProviderConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("MassedCompute"))
 
-    @property
-    def name(self) -> str:
-        return "massedcompute"
+    cloud = "MassedCompute"
+    provider_name = "massedcompute"
+    key_variable = "MASSED_API_KEY"
+    provider_class = "skyward_massedcompute.provider:MassedComputeProvider"
+    price_estimate = "skyward_massedcompute.offers:estimate_hourly_price"
+    offers_class = "skyward_massedcompute.offers:MassedOffers"
+    key_check = "skyward_massedcompute.sweep:verify"
 
     @property
     def url(self) -> str:
         from skyward_massedcompute.account import API_URL
 
         return self.api_url or API_URL
-
-    def create(self, options: Options | None = None) -> MassedComputeProvider:
-        """The provider for one pool; resolves the key now, so a missing one fails first.
-        Imported here, when a pool starts: it loads aiohttp and asyncssh."""
-        from skyward_massedcompute.provider import MassedComputeProvider
-
-        return MassedComputeProvider(self, options)
-
-    def hourly_price(self, spec: Spec) -> float | None:
-        """The first offer's price per node per hour; None when it cannot be told."""
-        from skyward_massedcompute.offers import estimate_hourly_price
-
-        return estimate_hourly_price(self, spec)
-
-    def offer_source(self) -> MassedOffers:
-        """This account's products and prices in Skyward's catalog (`sky offers`)."""
-        from skyward_massedcompute.offers import MassedOffers
-
-        return MassedOffers(api_key=self.api_key, api_url=self.api_url)
-
-    def missing_credentials(self) -> MissingCredential | None:
-        """None with `api_key=` given or `$MASSED_API_KEY` set, else which variable to set."""
-        from skyward.providers.credentials import lacking
-        from skyward_massedcompute.account import API_KEY_VARIABLE
-
-        if self.api_key:
-            return None
-        return lacking(
-            type(self).credentials(),
-            provider="MassedCompute",
-            credential=API_KEY_VARIABLE,
-            fix="set it or pass MassedCompute(api_key=...)",
-        )
-
-    @classmethod
-    def credentials(cls, check: bool = False) -> CredentialStatus:
-        """For `sky providers`: whether `$MASSED_API_KEY` holds a key; with `check`, whether
-        Massed Compute accepts it (one listing, `sweep.verify`)."""
-        from skyward_massedcompute.account import locate_api_key
-
-        status = locate_api_key()
-        if not check:
-            return status
-        from skyward_massedcompute.sweep import verify
-
-        return verify(status)

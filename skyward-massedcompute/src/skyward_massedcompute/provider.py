@@ -13,15 +13,14 @@ client is gone is ended by its guardian alone (no tags, no lease on the cloud's 
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import structlog
 
-from skyward.errors import ConfigurationError, ProvisionError
+from skyward.errors import ConfigurationError
 from skyward.market.rental import Rental
 from skyward.providers.base import Cluster, Instance
+from skyward.providers.handover import Address, handed_over, read_back
 from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
 from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.ssh import head_port
@@ -38,6 +37,14 @@ if TYPE_CHECKING:
 #: How long a running machine may answer with its image's host key before it is handed over (and
 #: then refused by the pinned check): the startup command restarts sshd with ours within seconds.
 GRACE = HOST_KEY_GRACE
+
+
+def _ended(row: dict[str, Any] | None) -> str | None:
+    """Why a machine will not come up (terminated, failed), or None while it may."""
+    if row is None:
+        return "terminated"
+    status = str(row.get("status") or "").lower()
+    return status if status in FAILED_STATUSES else None
 
 
 class MassedComputeProvider(RentedCloud):
@@ -132,21 +139,20 @@ class MassedComputeProvider(RentedCloud):
     # -- refresh -------------------------------------------------------------------------------------
 
     async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
-        rows = await asyncio.gather(*(self.api.instance(i.id) for i in instances))
-        ready = []
-        for instance, row in zip(instances, rows, strict=True):
-            if row is None or str(row.get("status") or "").lower() in FAILED_STATUSES:
-                status = "terminated" if row is None else row.get("status")
-                where = f"Massed Compute instance {instance.id} (node {instance.node})"
-                raise ProvisionError(f"{where} ended before it could be used ({status})")
-            ip = row.get("ip")
-            if not ip or not row.get("os_booted"):
-                continue
-            port = self.config.ssh_port
-            if not await self._host_keys.ready(instance.id, str(ip), port, self.expected_host_key(instance)):
-                continue
-            ready.append(attrs.evolve(instance, public_ip=str(ip), private_ip=str(ip), ssh_port=port))
-        return ready
+        """The machines booted whose sshd presents the pool's host key (`handover`)."""
+        return await handed_over(
+            instances,
+            await read_back(instances, self.api.instance),
+            keys=self._host_keys,
+            expected=self.expected_host_key,
+            ended=_ended,
+            address=self._address,
+            what="Massed Compute instance",
+        )
+
+    def _address(self, row: dict[str, Any]) -> Address | None:
+        ip = row.get("ip")
+        return Address(host=str(ip), port=self.config.ssh_port) if ip and row.get("os_booted") else None
 
     # -- destroy, leftovers, release -----------------------------------------------------------------
 
