@@ -54,6 +54,8 @@ def test_a_two_node_pool_falls_over_out_of_stock_runs_tasks_and_terminates_every
         (r["direction"], r["protocol"], r["ip_range"], r["dest_port_from"]) for r in rules["nl-ams-1"]
     ] == [("inbound", "TCP", "127.0.0.1/32", scaleway_api.ssh_port)]
     assert all(config["ssh_deletekeys"] and config["runcmd"] for config in cloud_init)
+    started = [scaleway_api.boot_guardians[s["id"]] for s in servers]
+    assert all(said.startswith("started") for said in started), "each boot guardian ran before any login"
     assert sorted(scaleway_api.terminated) == sorted(s["id"] for s in servers)
     text = log_file.read_text()
     assert "skyward.scaleway_server_created" in text and SECRET_KEY not in text
