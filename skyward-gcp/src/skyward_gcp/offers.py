@@ -2,8 +2,9 @@
 
 Compute Engine's API lists what each zone can start but no prices, so the offers are the
 table's shapes at their us-central1 list prices (`catalog.PRICED_REGION`), on demand and spot;
-which zone has room is found when a pool launches. Nothing is called: the source needs no
-credentials to list (it says where a pool would find them).
+which zone has room is found when a pool launches. Nothing is called, yet the source lists only
+where Application Default Credentials are found, as every cloud's does: `sky offers` answers with
+what this user can launch, and names where GCP's credentials go when it skips GCP.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ class GCPOffers:
     key: str = "price-table"
 
     def credentials(self) -> CredentialStatus:
-        """Listing the table needs none: found, saying where a pool's would come from."""
-        status = locate_credentials()
-        return CredentialStatus(found=True, where=f"the package's price table; a pool's: {status.where}")
+        """A pool's credentials: where they are, or where they are looked for."""
+        return locate_credentials()
 
     def fetch(self) -> list[Offer]:
         return [offer_of(shape, PRICED_REGION, self.name) for shape in SHAPES]
