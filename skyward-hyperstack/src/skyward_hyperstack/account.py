@@ -9,7 +9,7 @@ naming the variable, before any request.
 
 from __future__ import annotations
 
-from skyward.providers.credentials import CredentialStatus, locate_secret, resolve_secret
+from skyward.providers.api_key import ApiKeyAccount
 
 API_URL = "https://infrahub-api.nexgencloud.com/v1"
 API_KEY_VARIABLE = "HYPERSTACK_API_KEY"
@@ -17,10 +17,6 @@ API_KEY_VARIABLE = "HYPERSTACK_API_KEY"
 URL_VARIABLE = "HYPERSTACK_API_URL"
 KEYS_PAGE = "https://console.hyperstack.cloud/api-keys"
 
-
-def resolve_api_key(value: object) -> str:
-    return resolve_secret(value, API_KEY_VARIABLE, provider="Hyperstack", hint=f"create one at {KEYS_PAGE}")
-
-
-def locate_api_key() -> CredentialStatus:
-    return locate_secret(API_KEY_VARIABLE)
+ACCOUNT = ApiKeyAccount(
+    cloud="Hyperstack", variable=API_KEY_VARIABLE, url=API_URL, url_variable=URL_VARIABLE, keys_page=KEYS_PAGE
+)

@@ -3,27 +3,21 @@
 Everything is checked when the value is built, so a misspelt region fails on the line that wrote
 it. The API key is resolved when a pool starts (`account`), never here: an environment secret
 would otherwise travel inside every pickled spec; one given explicitly is kept out of `repr` and
-registered for masking. The imports flow one way: account <- api/catalog/machine <- provider <-
-config <- hooks (the config imports the provider only inside `create`).
+registered for masking. The config names its provider, price, offers and sweeper in `cloud`
+(`skyward.providers.api_key`), imported only when used: building one loads no HTTP or SSH library.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING
+from typing import ClassVar
 
 import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url, secret
-from skyward.providers.base import ProviderConfig
-
-if TYPE_CHECKING:
-    from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus, MissingCredential
-    from skyward.spec import Spec
-    from skyward_hyperstack.offers import HyperstackOffers
-    from skyward_hyperstack.provider import HyperstackProvider
+from skyward.providers.api_key import ApiKeyCloud, ApiKeyConfig
+from skyward_hyperstack.account import ACCOUNT
 
 #: An Ubuntu image with the NVIDIA driver, CUDA and Docker (`GET /core/images` lists others).
 DEFAULT_IMAGE = "Ubuntu Server 22.04 LTS R570 CUDA 12.8 with Docker"
@@ -56,7 +50,7 @@ def _cidr(instance: Hyperstack, attribute: attrs.Attribute[str], value: object) 
 
 
 @attrs.frozen(kw_only=True)
-class Hyperstack(ProviderConfig):
+class Hyperstack(ApiKeyConfig):
     """Run a pool on Hyperstack GPU VMs, one VM per node, reached over SSH.
 
     `api_key` defaults to `HYPERSTACK_API_KEY`. `region` limits where VMs go (else `Spec.region`,
@@ -69,6 +63,15 @@ class Hyperstack(ProviderConfig):
     points at another endpoint (tests, proxies). Hyperstack sells no spot VMs.
     """
 
+    cloud: ClassVar[ApiKeyCloud] = ApiKeyCloud(
+        name="hyperstack",
+        account=ACCOUNT,
+        provider="skyward_hyperstack.provider:HyperstackProvider",
+        hourly_price="skyward_hyperstack.pricing:estimate_hourly_price",
+        offers="skyward_hyperstack.offers:HyperstackOffers",
+        sweeper="skyward_hyperstack.sweep:HyperstackSweeper",
+    )
+
     api_key: str | None = attrs.field(default=None, repr=False, validator=secret("Hyperstack"))
     region: str | None = attrs.field(default=None, converter=_region)
     environment: str | None = attrs.field(default=None, validator=_text)
@@ -79,64 +82,6 @@ class Hyperstack(ProviderConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("Hyperstack"))
 
-    @property
-    def name(self) -> str:
-        return "hyperstack"
-
-    @property
-    def url(self) -> str:
-        from skyward_hyperstack.account import API_URL
-
-        return self.api_url or API_URL
-
     def environment_in(self, region: str) -> str:
         """The environment VMs in `region` go in."""
         return self.environment or f"skyward-{region.lower()}"
-
-    def create(self, options: Options | None = None) -> HyperstackProvider:
-        """The provider for one pool; resolves the API key now, so a missing one fails first.
-        Imported here, when a pool starts: it loads aiohttp and asyncssh."""
-        from skyward_hyperstack.provider import HyperstackProvider
-
-        return HyperstackProvider(self, options)
-
-    def hourly_price(self, spec: Spec) -> float | None:
-        """The first offer's price per node per hour, for `Options(selection="cheapest")`; None
-        when it cannot be told (no key, no matching flavor, the API down)."""
-        from skyward_hyperstack.pricing import estimate_hourly_price
-
-        return estimate_hourly_price(self, spec)
-
-    def offer_source(self) -> HyperstackOffers:
-        """This account's flavors and prices in Skyward's catalog (`sky offers`)."""
-        from skyward_hyperstack.offers import HyperstackOffers
-
-        return HyperstackOffers(api_key=self.api_key, api_url=self.api_url)
-
-    def missing_credentials(self) -> MissingCredential | None:
-        """None when the API key is given here or set in `$HYPERSTACK_API_KEY`; reads the
-        environment only."""
-        from skyward.providers.credentials import MissingCredential, locate_secret
-        from skyward_hyperstack.account import API_KEY_VARIABLE
-
-        if self.api_key or locate_secret(API_KEY_VARIABLE).found:
-            return None
-        return MissingCredential(
-            provider="Hyperstack",
-            credential=API_KEY_VARIABLE,
-            fix="set it or pass Hyperstack(api_key=...)",
-            looked=f"${API_KEY_VARIABLE}",
-        )
-
-    @classmethod
-    def credentials(cls, check: bool = False) -> CredentialStatus:
-        """For `sky providers`: whether `$HYPERSTACK_API_KEY` is set; with `check`, whether
-        Hyperstack accepts it (one listing of the account's VMs, `sweep.verify`)."""
-        from skyward_hyperstack.account import locate_api_key
-
-        status = locate_api_key()
-        if not check:
-            return status
-        from skyward_hyperstack.sweep import verify
-
-        return verify(status)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
 from skyward.providers.calls import run_closing
-from skyward_hyperstack.account import API_KEY_VARIABLE, API_URL, KEYS_PAGE, URL_VARIABLE
+from skyward_hyperstack.account import ACCOUNT
 from skyward_hyperstack.catalog import offer_of
 
 
@@ -19,11 +19,7 @@ class HyperstackOffers(KeyedOffers):
     """Hyperstack's flavors and their prices, for one API key and endpoint."""
 
     name = "hyperstack"
-    cloud = "Hyperstack"
-    default_url = API_URL
-    url_variable = URL_VARIABLE
-    key_variable = API_KEY_VARIABLE
-    key_hint = f"create one at {KEYS_PAGE}"
+    account = ACCOUNT
 
     def listing(self, api_key: str, url: str) -> list[Offer]:
         from skyward_hyperstack.api import HyperstackAPI

@@ -11,17 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skyward.market.rental import Rental
-from skyward.providers.calls import known_or_none
-from skyward_hyperstack.account import resolve_api_key
+from skyward.providers.calls import first_price
+from skyward_hyperstack.account import ACCOUNT
 from skyward_hyperstack.api import LOGGER, HyperstackAPI
 from skyward_hyperstack.catalog import Flavor, matching, plan
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_hyperstack.config import Hyperstack
-
-#: How long choosing a spec may wait for Hyperstack's listing.
-PRICE_TIMEOUT = 15.0
 
 
 async def priced_flavors(api: HyperstackAPI, region: str | None = None) -> list[Flavor]:
@@ -44,15 +41,9 @@ def regions_for(config: Hyperstack, spec: Spec) -> tuple[str, ...]:
 
 
 def estimate_hourly_price(config: Hyperstack, spec: Spec) -> float | None:
-    async def first(api: HyperstackAPI) -> float | None:
-        found = await offers(api, spec, regions_for(config, spec))
-        return found[0].price if found else None
-
-    return known_or_none(
-        lambda: HyperstackAPI(resolve_api_key(config.api_key), config.url),
-        first,
-        timeout=PRICE_TIMEOUT,
-        thread="hyperstack-price",
+    return first_price(
+        lambda: HyperstackAPI(ACCOUNT.resolve(config.api_key), config.url),
+        lambda api: offers(api, spec, regions_for(config, spec)),
+        cloud="hyperstack",
         logger=LOGGER,
-        event="skyward.hyperstack_price_unknown",
     )

@@ -25,7 +25,7 @@ from skyward.providers.base import Cluster, Instance
 from skyward.providers.probe import answers_with
 from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.ssh import head_port
-from skyward_hyperstack.account import resolve_api_key
+from skyward_hyperstack.account import ACCOUNT
 from skyward_hyperstack.api import LOGGER, HyperstackAPI, gone
 from skyward_hyperstack.catalog import Flavor
 from skyward_hyperstack.machine import LABEL, end_command, user_data, vm_name
@@ -53,7 +53,7 @@ class HyperstackProvider(RentedCloud):
     def __init__(self, config: Hyperstack, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
         self.config = config
-        self.api_key = resolve_api_key(config.api_key)
+        self.api_key = ACCOUNT.resolve(config.api_key)
         self.api = HyperstackAPI(self.api_key, config.url)
         self._log = structlog.get_logger(LOGGER)
         self._foreign_key_since: dict[str, float] = {}

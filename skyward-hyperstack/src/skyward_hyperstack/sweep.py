@@ -9,16 +9,14 @@ another endpoint. Hyperstack has no lease: its VMs never count as expired.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection
 from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
-from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.named_sweep import KeyedSweeper, Row
 from skyward.providers.sweep import Ended, Machine, parse_time
-from skyward_hyperstack.account import API_URL, URL_VARIABLE, locate_api_key
+from skyward_hyperstack.account import ACCOUNT
 from skyward_hyperstack.machine import NAME_PREFIX
 
 #: Where `rows` puts a VM's price per hour (the API's row does not carry one).
@@ -31,19 +29,16 @@ def _region(row: Row) -> str:
 
 
 @attrs.define
-class HyperstackSweeper(NamedSweeper):
+class HyperstackSweeper(KeyedSweeper):
     name: str = "Hyperstack"
     prefix = NAME_PREFIX
-    name_field = "name"
+    account = ACCOUNT
+    api = "skyward_hyperstack.api:HyperstackAPI"
+    listing = "the API key lists the account's VMs"
 
-    def credentials(self) -> CredentialStatus:
-        return locate_api_key()
-
-    def client(self) -> Any:
-        from skyward_hyperstack.account import resolve_api_key
-        from skyward_hyperstack.api import HyperstackAPI
-
-        return HyperstackAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
+    async def count(self, api: Any) -> int:
+        """A credential check counts every VM of the account (one listing, no pricebook)."""
+        return len(await api.vms())
 
     async def rows(self, api: Any) -> list[Row]:
         """Skyward's VMs, each with its flavor's price from the pricebook (None: not listed)."""
@@ -102,14 +97,3 @@ class HyperstackSweeper(NamedSweeper):
             else:
                 items.append(Ended(self.name, pool, "keypair", str(keypair["id"])))
         return items
-
-
-def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the account's VMs listed (nothing is
-    created)."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.vms())
-
-    listing = "the API key lists the account's VMs"
-    return verified(status, lambda: HyperstackSweeper().run(listed), listing, thread="hyperstack-check")
