@@ -2,30 +2,23 @@
 
 Checked when built, so a misspelt region or range fails on the line that wrote it. The API key is
 resolved when a pool starts (`account`), never here, so an environment key never travels in a
-pickled spec; one given explicitly is kept out of `repr` and registered for masking. The imports
-flow one way: account <- api/catalog/machine <- pricing <- provider <- config <- hooks (the
-config imports the provider only inside `create`).
+pickled spec; one given explicitly is kept out of `repr` and registered for masking. What every
+one-key cloud's config answers (its provider, prices, offers, credentials) is the kit's
+`KeyedConfig`, from the pieces named here, each imported only when asked. The imports flow one
+way: account <- api/catalog/machine <- pricing <- provider <- config <- hooks.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from typing import TYPE_CHECKING
 
 import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url, secret
 from skyward.providers.address import IP_LOOKUP_URL
-from skyward.providers.base import ProviderConfig
-
-if TYPE_CHECKING:
-    from skyward.options import Options
-    from skyward.providers.credentials import CredentialStatus, MissingCredential
-    from skyward.spec import Spec
-    from skyward_vultr.offers import VultrOffers
-    from skyward_vultr.provider import VultrProvider
+from skyward.providers.keyed_config import KeyedConfig
 
 #: Vultr's "Ubuntu 24.04 LTS x64" (`GET /os` lists the others).
 DEFAULT_OS_ID = 2284
@@ -69,7 +62,7 @@ def _os_id(instance: Vultr, attribute: attrs.Attribute[int], value: object) -> N
 
 
 @attrs.frozen(kw_only=True)
-class Vultr(ProviderConfig):
+class Vultr(KeyedConfig):
     """Run a pool on Vultr Cloud GPU instances, one instance per node, reached over SSH as root.
 
     `api_key` defaults to `VULTR_API_KEY`. `region` limits where instances go (a region id such as
@@ -91,62 +84,16 @@ class Vultr(ProviderConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("Vultr"))
 
-    @property
-    def name(self) -> str:
-        return "vultr"
+    cloud = "Vultr"
+    provider_name = "vultr"
+    key_variable = "VULTR_API_KEY"
+    provider_class = "skyward_vultr.provider:VultrProvider"
+    price_estimate = "skyward_vultr.pricing:estimate_hourly_price"
+    offers_class = "skyward_vultr.offers:VultrOffers"
+    key_check = "skyward_vultr.sweep:verify"
 
     @property
     def url(self) -> str:
         from skyward_vultr.account import API_URL
 
         return self.api_url or API_URL
-
-    def create(self, options: Options | None = None) -> VultrProvider:
-        """The provider for one pool; resolves the key now, so a missing one fails first.
-        Imported here, when a pool starts: it loads aiohttp and asyncssh."""
-        from skyward_vultr.provider import VultrProvider
-
-        return VultrProvider(self, options)
-
-    def hourly_price(self, spec: Spec) -> float | None:
-        """The cheapest fitting offer's price per node per hour, for `Options(selection="cheapest")`;
-        None when it cannot be told (no key, no matching plan, the API down)."""
-        from skyward_vultr.pricing import estimate_hourly_price
-
-        return estimate_hourly_price(self, spec)
-
-    def offer_source(self) -> VultrOffers:
-        """This account's Cloud GPU plans and prices in Skyward's catalog (`sky offers`), which a
-        pool with several specs and `selection="cheapest"` prices its specs from."""
-        from skyward_vultr.offers import VultrOffers
-
-        return VultrOffers(api_key=self.api_key, api_url=self.api_url)
-
-    def missing_credentials(self) -> MissingCredential | None:
-        """What this config lacks to start, for a pool with several specs to skip it: None with
-        `api_key=` given or `$VULTR_API_KEY` set, else which variable to set. Reads the
-        environment only; calls nothing."""
-        from skyward.providers.credentials import lacking
-        from skyward_vultr.account import API_KEY_VARIABLE
-
-        if self.api_key:
-            return None
-        return lacking(
-            type(self).credentials(),
-            provider="Vultr",
-            credential=API_KEY_VARIABLE,
-            fix="set it or pass Vultr(api_key=...)",
-        )
-
-    @classmethod
-    def credentials(cls, check: bool = False) -> CredentialStatus:
-        """For `sky providers`: whether `$VULTR_API_KEY` holds a key; with `check`, whether Vultr
-        accepts it (one listing, `sweep.verify`)."""
-        from skyward_vultr.account import locate_api_key
-
-        status = locate_api_key()
-        if not check:
-            return status
-        from skyward_vultr.sweep import verify
-
-        return verify(status)

@@ -18,13 +18,13 @@ import contextlib
 import ipaddress
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import structlog
 
 from skyward.errors import ProvisionError
 from skyward.market.rental import Rental
 from skyward.providers.address import client_cidr
 from skyward.providers.base import Cluster, Instance
+from skyward.providers.handover import Address, handed_over, read_back
 from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
 from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.rest import delete_retrying
@@ -42,6 +42,13 @@ if TYPE_CHECKING:
 #: How long a running instance may answer with its image's host key before it is handed over (and
 #: then refused by the pinned check): the user data restarts sshd with ours within seconds.
 GRACE = HOST_KEY_GRACE
+
+
+def _ended(row: dict[str, Any] | None) -> str | None:
+    """Why an instance will not come up (deleted, suspended), or None while it may."""
+    if row is None:
+        return "deleted"
+    return "suspended" if row.get("status") == "suspended" else None
 
 
 class VultrProvider(RentedCloud):
@@ -159,22 +166,22 @@ class VultrProvider(RentedCloud):
     # -- refresh -------------------------------------------------------------------------------------
 
     async def refresh(self, cluster: Cluster, instances: list[Instance]) -> list[Instance]:
-        rows = await asyncio.gather(*(self.api.instance(i.id) for i in instances))
-        ready = []
-        for instance, row in zip(instances, rows, strict=True):
-            if row is None or row.get("status") == "suspended":
-                state = "deleted" if row is None else "suspended"
-                where = f"Vultr instance {instance.id} (node {instance.node})"
-                raise ProvisionError(f"{where} ended before it could be used ({state})")
-            ip = str(row.get("main_ip") or "")
-            if row.get("status") != "active" or row.get("power_status") != "running" or ip in ("", "0.0.0.0"):
-                continue
-            port = self.config.ssh_port
-            if not await self._host_keys.ready(instance.id, ip, port, self.expected_host_key(instance)):
-                continue
-            private = str(row.get("internal_ip") or "") or ip
-            ready.append(attrs.evolve(instance, public_ip=ip, private_ip=private, ssh_port=port))
-        return ready
+        """The instances running whose sshd presents the pool's host key (`handover`)."""
+        return await handed_over(
+            instances,
+            await read_back(instances, self.api.instance),
+            keys=self._host_keys,
+            expected=self.expected_host_key,
+            ended=_ended,
+            address=self._address,
+            what="Vultr instance",
+        )
+
+    def _address(self, row: dict[str, Any]) -> Address | None:
+        ip = str(row.get("main_ip") or "")
+        if row.get("status") != "active" or row.get("power_status") != "running" or ip in ("", "0.0.0.0"):
+            return None
+        return Address(host=ip, port=self.config.ssh_port, private=str(row.get("internal_ip") or ""))
 
     # -- destroy, leftovers, release -----------------------------------------------------------------
 
