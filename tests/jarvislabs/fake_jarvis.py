@@ -14,7 +14,8 @@ startup script (the `SKYWARD_SSH_HOST_KEY` export and the `authorized_keys` line
 ("ssh -p <port> <user>@<address>", the user the sshd lets in), and runs the script's key line
 and guardian line as the instance would, with the login's home. Knobs: `no_capacity` (GPU types
 or regions) refuses a create there with JarvisLabs' "no free GPUs" words; `sshd_down` boots
-instances whose sshd never answers; `destroy_errors` fails that many destroy calls with a 500.
+instances whose sshd never answers; `destroy_errors` fails that many destroy calls with a 500;
+`booting_reads` shows each new instance "Creating", without an SSH command, for that many reads.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ class FakeJarvis(FakeCloud):
     destroyed: list[str] = attrs.field(factory=list)
     no_capacity: set[str] = attrs.field(factory=set)
     destroy_errors: int = 0
+    #: Reads of a new instance that show it "Creating", without an SSH command, before it runs.
+    booting_reads: int = 0
+    #: Each instance's "Creating" reads still to show.
+    booting: dict[str, int] = attrs.field(factory=dict)
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(301001))
 
     NAME: ClassVar[str] = "JarvisLabs"
@@ -137,9 +142,13 @@ class FakeJarvis(FakeCloud):
         return web.json_response({"success": True, "instances": list(self.instances.values())})
 
     async def _get(self, request: web.Request) -> web.Response:
-        row = self.instances.get(request.match_info["machine_id"])
+        machine_id = request.match_info["machine_id"]
+        row = self.instances.get(machine_id)
         if row is None:
             return web.json_response({"success": False, "message": "Instance not found"}, status=404)
+        if self.booting.get(machine_id, 0) > 0:
+            self.booting[machine_id] -= 1
+            row = {**row, "status": "Creating", "ssh_str": None}
         return web.json_response({"success": True, "instance": row})
 
     async def _add_script(self, request: web.Request) -> web.Response:
@@ -223,6 +232,7 @@ class FakeJarvis(FakeCloud):
             "cost": round(price, 2),
             "hdd": body["hdd"],
         }
+        self.booting[machine_id] = self.booting_reads
         host_key, key = exported_host_key(script), login_key(script)
         if host_key is None or key is None:
             self.instances[machine_id]["status"] = "Failed"  # the script found no key and failed

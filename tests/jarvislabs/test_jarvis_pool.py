@@ -26,6 +26,7 @@ def test_a_two_node_pool_runs_tasks_on_spot_instances_and_destroys_them_on_exit(
     jarvis_api: FakeJarvis, tmp_path: Path
 ) -> None:
     jarvis_api.destroy_errors = 1  # a failed destroy is retried and the destroy confirmed
+    jarvis_api.booting_reads = 2  # instances are "Creating", with no address, before they run
     log_file = tmp_path / "skyward.log"
     events: list[Any] = []
     logging_config = sky.LogConfig(level="DEBUG", file=str(log_file), console=False)
@@ -38,6 +39,7 @@ def test_a_two_node_pool_runs_tasks_on_spot_instances_and_destroys_them_on_exit(
     sent = {(b["gpu_type"], b["num_gpus"], b["region"], b["is_spot"]) for b in jarvis_api.launches}
     assert sent == {("A100-80GB", 1, "india-noida-01", True)}, "spot where sold, cheapest first"
     assert sorted(jarvis_api.destroyed) == sorted(created)
+    assert set(jarvis_api.booting.values()) == {0}, "each was read while still creating"
     text = log_file.read_text()
     assert "skyward.jarvislabs_instance_created" in text
     assert API_KEY not in text
