@@ -1,24 +1,21 @@
-"""The kit of a cloud whose API takes one key (`skyward.providers.api_key`, `KeyedSweeper`,
-`KeyedOffers(account=)`, `first_price`): where the key and endpoint are found, and a config, a
-sweeper and an offer source that get everything else from one declaration, exercised on a small
-cloud module written to disk and imported only when a part is asked for."""
+"""The kit of a cloud whose API takes one key (`ApiKeyAccount`, `KeyedSweeper`,
+`KeyedOffers(account=)`, `first_price`): where the key and endpoint are found, and a sweeper and an
+offer source that get them from one declaration; the sweeper lives in a small cloud module
+written to disk, imported as a cloud package's would be."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
 
-import attrs
 import pytest
 
 import skyward as sky
-from skyward.extension.settings import api_url, secret
 from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
 from skyward.market.rental import Rental
-from skyward.providers.api_key import ApiKeyAccount, ApiKeyCloud, ApiKeyConfig
+from skyward.providers.api_key import ApiKeyAccount
 from skyward.providers.calls import first_price
 from skyward.providers.credentials import CredentialStatus
 
@@ -30,8 +27,8 @@ ACCOUNT = ApiKeyAccount(
     keys_page="https://nimbus.example/keys",
 )
 
-#: The cloud's own modules: an API client listing two machines (refusing the key "refused"), the
-#: provider, the price function, the offer source and the sweeper a config names.
+#: The cloud's own module: an API client listing two machines (refusing the key "refused") and
+#: the sweeper over it.
 CLOUD = """
 import attrs
 from skyward.providers.named_sweep import KeyedSweeper
@@ -48,17 +45,6 @@ class NimbusAPI:
 
     async def close(self):
         self.closed = True
-
-class NimbusProvider:
-    def __init__(self, config, options):
-        self.config, self.options = config, options
-
-def hourly_price(config, spec):
-    return 1.25
-
-class NimbusOffers:
-    def __init__(self, api_key=None, api_url=None):
-        self.api_key, self.api_url = api_key, api_url
 
 @attrs.define
 class NimbusSweeper(KeyedSweeper):
@@ -97,22 +83,6 @@ def nimbus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         sys.modules.pop("nimbus_cloud", None)
 
 
-@attrs.frozen(kw_only=True)
-class Nimbus(ApiKeyConfig):
-    cloud: ClassVar[ApiKeyCloud] = ApiKeyCloud(
-        name="nimbus",
-        account=ACCOUNT,
-        provider="nimbus_cloud:NimbusProvider",
-        hourly_price="nimbus_cloud:hourly_price",
-        offers="nimbus_cloud:NimbusOffers",
-        sweeper="nimbus_cloud:NimbusSweeper",
-    )
-
-    api_key: str | None = attrs.field(default=None, repr=False, validator=secret("Nimbus"))
-    region: str | None = None
-    api_url: str | None = attrs.field(default=None, converter=api_url("Nimbus"))
-
-
 # --- the account --------------------------------------------------------------------------------
 
 
@@ -147,44 +117,21 @@ def test_what_is_missing_names_the_variable_and_how_to_give_the_key(monkeypatch:
     assert ACCOUNT.missing(None) is None
 
 
-# --- the config ---------------------------------------------------------------------------------
+# --- the sweeper's credential check ---------------------------------------------------------------
 
 
-def test_building_a_config_imports_none_of_the_clouds_modules() -> None:
-    config = Nimbus(api_key="nimbus-secret", region="r1")
-    assert config.name == "nimbus"
-    assert "nimbus_cloud" not in sys.modules
-    assert "nimbus-secret" not in repr(config)
+def test_a_check_lists_through_the_sweeper_and_reports_a_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
 
-
-def test_the_config_builds_its_provider_and_offer_source_with_its_own_settings() -> None:
-    config = Nimbus(api_key="k", api_url="http://127.0.0.1:9/v1/")
-    provider: Any = config.create(sky.Options())
-    assert provider.config is config and isinstance(provider.options, sky.Options)
-    source: Any = config.offer_source()
-    assert (source.api_key, source.api_url) == ("k", "http://127.0.0.1:9/v1")
-    assert config.hourly_price(sky.Spec(provider=config)) == 1.25
-
-
-def test_the_config_calls_its_url_or_the_clouds() -> None:
-    assert Nimbus().url == "https://api.nimbus.example/v1"
-    assert Nimbus(api_url="http://proxy.example/v1").url == "http://proxy.example/v1"
-
-
-def test_missing_credentials_are_the_accounts_for_the_key_given() -> None:
-    assert str(Nimbus().missing_credentials()) == "no NIMBUS_API_KEY (set it or pass Nimbus(api_key=...))"
-    assert Nimbus(api_key="k").missing_credentials() is None
-
-
-def test_credentials_say_where_the_key_is_and_a_check_lists_through_the_sweeper(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert Nimbus.credentials() == CredentialStatus(found=False, where="looked in $NIMBUS_API_KEY")
+    sweeper = importlib.import_module("nimbus_cloud").NimbusSweeper()
+    missing = CredentialStatus(found=False, where="looked in $NIMBUS_API_KEY")
+    assert sweeper.verify(missing) == missing
+    found = CredentialStatus(found=True, where="$NIMBUS_API_KEY")
     monkeypatch.setenv("NIMBUS_API_KEY", "good")
-    checked = Nimbus.credentials(check=True)
+    checked = sweeper.verify(found)
     assert (checked.verified, checked.detail) == (True, "the key lists the account's machines (2)")
     monkeypatch.setenv("NIMBUS_API_KEY", "refused")
-    refused = Nimbus.credentials(check=True)
+    refused = sweeper.verify(found)
     assert (refused.verified, refused.detail) == (False, "Nimbus refused the key")
 
 

@@ -3,20 +3,19 @@
 Everything is checked when the value is built, so a misspelt region fails on the line that wrote
 it. The API key is resolved when a pool starts (`account`), never here: an environment secret
 would otherwise travel inside every pickled spec; one given explicitly is kept out of `repr` and
-registered for masking. The config names its provider, price, offers and sweeper in `cloud`
-(`skyward.providers.api_key`), imported only when used: building one loads no HTTP or SSH library.
+registered for masking. The config names its provider, price estimate, offers and key check
+(`skyward.providers.keyed_config`), imported only when used: building one loads no HTTP or SSH library.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from typing import ClassVar
 
 import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url, secret
-from skyward.providers.api_key import ApiKeyCloud, ApiKeyConfig
+from skyward.providers.keyed_config import KeyedConfig
 from skyward_hyperstack.account import ACCOUNT
 
 #: An Ubuntu image with the NVIDIA driver, CUDA and Docker (`GET /core/images` lists others).
@@ -50,7 +49,7 @@ def _cidr(instance: Hyperstack, attribute: attrs.Attribute[str], value: object) 
 
 
 @attrs.frozen(kw_only=True)
-class Hyperstack(ApiKeyConfig):
+class Hyperstack(KeyedConfig):
     """Run a pool on Hyperstack GPU VMs, one VM per node, reached over SSH.
 
     `api_key` defaults to `HYPERSTACK_API_KEY`. `region` limits where VMs go (else `Spec.region`,
@@ -63,15 +62,6 @@ class Hyperstack(ApiKeyConfig):
     points at another endpoint (tests, proxies). Hyperstack sells no spot VMs.
     """
 
-    cloud: ClassVar[ApiKeyCloud] = ApiKeyCloud(
-        name="hyperstack",
-        account=ACCOUNT,
-        provider="skyward_hyperstack.provider:HyperstackProvider",
-        hourly_price="skyward_hyperstack.pricing:estimate_hourly_price",
-        offers="skyward_hyperstack.offers:HyperstackOffers",
-        sweeper="skyward_hyperstack.sweep:HyperstackSweeper",
-    )
-
     api_key: str | None = attrs.field(default=None, repr=False, validator=secret("Hyperstack"))
     region: str | None = attrs.field(default=None, converter=_region)
     environment: str | None = attrs.field(default=None, validator=_text)
@@ -81,6 +71,18 @@ class Hyperstack(ApiKeyConfig):
     ssh_port: int = 22
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("Hyperstack"))
+
+    cloud = ACCOUNT.cloud
+    provider_name = "hyperstack"
+    key_variable = ACCOUNT.variable
+    provider_class = "skyward_hyperstack.provider:HyperstackProvider"
+    price_estimate = "skyward_hyperstack.pricing:estimate_hourly_price"
+    offers_class = "skyward_hyperstack.offers:HyperstackOffers"
+    key_check = "skyward_hyperstack.sweep:verify"
+
+    @property
+    def url(self) -> str:
+        return self.api_url or ACCOUNT.url
 
     def environment_in(self, region: str) -> str:
         """The environment VMs in `region` go in."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from skyward.providers.credentials import CredentialStatus
 from skyward.providers.named_sweep import KeyedSweeper, Row
 from skyward.providers.sweep import Ended, Machine, parse_time
 from skyward_hyperstack.account import ACCOUNT
@@ -97,3 +98,8 @@ class HyperstackSweeper(KeyedSweeper):
             else:
                 items.append(Ended(self.name, pool, "keypair", str(keypair["id"])))
         return items
+
+
+def verify(status: CredentialStatus) -> CredentialStatus:
+    """`sky providers --check`: one listing through the sweeper (`NamedSweeper.verify`)."""
+    return HyperstackSweeper().verify(status)

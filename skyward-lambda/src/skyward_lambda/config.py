@@ -3,20 +3,19 @@
 Everything is checked when the value is built, so a misspelt region fails on the line that wrote
 it. The API keys are resolved when a pool starts (`account`), never here: an environment key would
 otherwise travel inside every pickled spec; one given explicitly is kept out of `repr` and
-registered for masking. The config names its provider, price, offers and sweeper in `cloud`
-(`skyward.providers.api_key`), imported only when used: building one loads no HTTP or SSH library.
+registered for masking. The config names its provider, price estimate, offers and key check
+(`skyward.providers.keyed_config`), imported only when used: building one loads no HTTP client.
 """
 
 from __future__ import annotations
 
 import re
-from typing import ClassVar
 
 import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url, secret
-from skyward.providers.api_key import ApiKeyCloud, ApiKeyConfig
+from skyward.providers.keyed_config import KeyedConfig
 from skyward_lambda.account import ACCOUNT
 
 #: Lambda's region names: "us-east-1", "us-south-2", "europe-central-1", "asia-northeast-1".
@@ -32,7 +31,7 @@ def _region(value: object) -> str | None:
 
 
 @attrs.frozen(kw_only=True)
-class LambdaCloud(ApiKeyConfig):
+class LambdaCloud(KeyedConfig):
     """Run a pool on Lambda Cloud GPU VMs (on-demand: Lambda sells no spot), one VM per node,
     reached over SSH as `ubuntu`.
 
@@ -44,15 +43,6 @@ class LambdaCloud(ApiKeyConfig):
     instead of installing one; `api_url` points at another endpoint (tests, proxies).
     """
 
-    cloud: ClassVar[ApiKeyCloud] = ApiKeyCloud(
-        name="lambda",
-        account=ACCOUNT,
-        provider="skyward_lambda.provider:LambdaProvider",
-        hourly_price="skyward_lambda.pricing:estimate_hourly_price",
-        offers="skyward_lambda.offers:LambdaOffers",
-        sweeper="skyward_lambda.sweep:LambdaSweeper",
-    )
-
     region: str | None = attrs.field(default=None, converter=_region)
     api_key: str | None = attrs.field(default=None, repr=False, validator=secret("LambdaCloud"))
     guardian_api_key: str | None = attrs.field(default=None, repr=False, validator=secret("LambdaCloud"))
@@ -61,3 +51,15 @@ class LambdaCloud(ApiKeyConfig):
     ssh_port: int = 22
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("LambdaCloud"))
+
+    cloud = ACCOUNT.cloud
+    provider_name = "lambda"
+    key_variable = ACCOUNT.variable
+    provider_class = "skyward_lambda.provider:LambdaProvider"
+    price_estimate = "skyward_lambda.pricing:estimate_hourly_price"
+    offers_class = "skyward_lambda.offers:LambdaOffers"
+    key_check = "skyward_lambda.sweep:verify"
+
+    @property
+    def url(self) -> str:
+        return self.api_url or ACCOUNT.url

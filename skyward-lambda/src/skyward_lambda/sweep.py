@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from skyward.providers.credentials import CredentialStatus
 from skyward.providers.named_sweep import KeyedSweeper, Row
 from skyward.providers.naming import MACHINE_PREFIX as NAME_PREFIX
 from skyward.providers.sweep import Ended, Machine, parse_time
@@ -77,3 +78,8 @@ class LambdaSweeper(KeyedSweeper):
 def _region(row: Row) -> str:
     region = row.get("region")
     return str(region.get("name") or "") if isinstance(region, dict) else ""
+
+
+def verify(status: CredentialStatus) -> CredentialStatus:
+    """`sky providers --check`: one listing through the sweeper (`NamedSweeper.verify`)."""
+    return LambdaSweeper().verify(status)
