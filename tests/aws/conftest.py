@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import http.server
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "ssh"))
 
 from aws_cloud import FaultProxy, Machines, Network, proxy_handler  # noqa: E402
 from fake_imds import FakeIMDS  # noqa: E402
-from moto_support import moto_server
+from moto_support import accelerated, moto_server, only_instance_types
 from ssh_hosts import free_port, loopback, workers_of  # noqa: E402
 
 #: Fake credentials; the secret is looked for in logs and events (it must never be there).
@@ -45,6 +46,10 @@ CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CR
            "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
            "https_proxy")
 SUBNET_OCTET = 211
+#: The CPU-only families the provider chooses from (`skyward_aws.catalog`'s `_CPU_FAMILIES`).
+CPU_FAMILY = re.compile(r"^[mcrt]\d+[a-z-]*$")
+#: The most vCPUs a CPU-only type these tests are served has: the largest any test asks for is 8.
+MOST_CPU_VCPUS = 8
 
 
 @pytest.fixture(scope="session")
@@ -61,9 +66,26 @@ def aws_credentials(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
         yield dict(CREDENTIALS)
 
 
+def choosable(instance_type: dict) -> bool:
+    """An instance type these tests' specs may get or be told about: every accelerated type, and
+    the CPU-only families' sizes up to `MOST_CPU_VCPUS` (metal aside, which is never chosen).
+
+    The provider lists the whole catalog once per process, and moto renders and botocore parses
+    it in seconds of CPU (1,263 types, 5,700 spot prices), again in every client process a test
+    starts. What it leaves out no test here is chosen or told about: the other families are never
+    chosen for a CPU-only spec, and no test asks a CPU-only node for more than 8 vCPUs."""
+    if accelerated(instance_type):
+        return True
+    family = instance_type["InstanceType"].split(".", 1)[0]
+    return (
+        CPU_FAMILY.match(family) is not None and not instance_type.get("BareMetal", False)
+        and instance_type["VCpuInfo"]["DefaultVCpus"] <= MOST_CPU_VCPUS
+    )
+
+
 @pytest.fixture(scope="session")
 def moto_url(aws_credentials: dict[str, str]) -> Iterator[str]:
-    with moto_server() as url:
+    with only_instance_types(choosable), moto_server() as url:
         yield url
 
 
