@@ -9,26 +9,17 @@ naming the variable, before any request. `$MASSED_API_URL` points `sky ls`, `sky
 
 from __future__ import annotations
 
-import os
-
-from skyward.providers.credentials import CredentialStatus, locate_secret, resolve_secret
+from skyward.providers.api_key import ApiKeyAccount
 
 API_KEY_VARIABLE = "MASSED_API_KEY"
 URL_VARIABLE = "MASSED_API_URL"
 API_URL = "https://vm.massedcompute.com/api/v1"
 KEYS_PAGE = "https://vm.massedcompute.com (Settings -> API)"
 
-
-def resolve_api_key(value: object) -> str:
-    return resolve_secret(
-        value, API_KEY_VARIABLE, provider="MassedCompute", hint=f"create one at {KEYS_PAGE}"
-    )
-
-
-def locate_api_key() -> CredentialStatus:
-    return locate_secret(API_KEY_VARIABLE)
-
-
-def env_url() -> str:
-    """The endpoint a command without a pool uses: `$MASSED_API_URL`, else Massed Compute's."""
-    return os.environ.get(URL_VARIABLE) or API_URL
+ACCOUNT = ApiKeyAccount(
+    cloud="MassedCompute",
+    variable=API_KEY_VARIABLE,
+    url=API_URL,
+    url_variable=URL_VARIABLE,
+    keys_page=KEYS_PAGE,
+)

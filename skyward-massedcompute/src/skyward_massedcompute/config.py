@@ -15,6 +15,7 @@ import attrs
 from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url, secret
 from skyward.providers.keyed_config import KeyedConfig
+from skyward_massedcompute.account import ACCOUNT
 
 #: The image a machine boots: the first of `GET /images` whose name contains this.
 DEFAULT_IMAGE = "ubuntu"
@@ -60,9 +61,9 @@ class MassedCompute(KeyedConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("MassedCompute"))
 
-    cloud = "MassedCompute"
+    cloud = ACCOUNT.cloud
     provider_name = "massedcompute"
-    key_variable = "MASSED_API_KEY"
+    key_variable = ACCOUNT.variable
     provider_class = "skyward_massedcompute.provider:MassedComputeProvider"
     price_estimate = "skyward_massedcompute.offers:estimate_hourly_price"
     offers_class = "skyward_massedcompute.offers:MassedOffers"
@@ -70,6 +71,4 @@ class MassedCompute(KeyedConfig):
 
     @property
     def url(self) -> str:
-        from skyward_massedcompute.account import API_URL
-
-        return self.api_url or API_URL
+        return self.api_url or ACCOUNT.url

@@ -15,28 +15,22 @@ from typing import TYPE_CHECKING
 
 from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
-from skyward.providers.calls import known_or_none, run_closing
-from skyward_massedcompute.account import API_KEY_VARIABLE, API_URL, KEYS_PAGE, URL_VARIABLE, resolve_api_key
+from skyward.providers.calls import first_price, run_closing
+from skyward_massedcompute.account import ACCOUNT
 from skyward_massedcompute.catalog import PROVIDER, Product, matching, offer_of, plan
 
 if TYPE_CHECKING:
+    from skyward.market.rental import Rental
     from skyward.spec import Spec
     from skyward_massedcompute.api import MassedAPI
     from skyward_massedcompute.config import MassedCompute
-
-#: How long choosing a spec may wait for the inventory.
-PRICE_TIMEOUT = 15.0
 
 
 class MassedOffers(KeyedOffers):
     """Massed Compute's products and their prices, for one account and endpoint."""
 
     name = PROVIDER
-    cloud = "MassedCompute"
-    default_url = API_URL
-    url_variable = URL_VARIABLE
-    key_variable = API_KEY_VARIABLE
-    key_hint = f"create one at {KEYS_PAGE}"
+    account = ACCOUNT
 
     def listing(self, api_key: str, url: str) -> list[Offer]:
         from skyward_massedcompute.api import MassedAPI
@@ -48,16 +42,13 @@ class MassedOffers(KeyedOffers):
 def estimate_hourly_price(config: MassedCompute, spec: Spec) -> float | None:
     from skyward_massedcompute.api import LOGGER, MassedAPI
 
-    async def first(api: MassedAPI) -> float | None:
+    async def offers(api: MassedAPI) -> list[Rental]:
         products = matching(spec, [Product.from_api(n, r) for n, r in (await api.inventory()).items()])
-        found = plan(spec, products, config.regions or ((spec.region,) if spec.region else ()))
-        return found[0].price if found else None
+        return plan(spec, products, config.regions or ((spec.region,) if spec.region else ()))
 
-    return known_or_none(
-        lambda: MassedAPI(resolve_api_key(config.api_key), config.url),
-        first,
-        timeout=PRICE_TIMEOUT,
-        thread="massedcompute-price",
+    return first_price(
+        lambda: MassedAPI(ACCOUNT.resolve(config.api_key), config.url),
+        offers,
+        cloud="massedcompute",
         logger=LOGGER,
-        event="skyward.massedcompute_price_unknown",
     )

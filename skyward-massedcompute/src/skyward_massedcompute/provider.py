@@ -24,7 +24,7 @@ from skyward.providers.handover import Address, handed_over, read_back
 from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
 from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.ssh import head_port
-from skyward_massedcompute.account import resolve_api_key
+from skyward_massedcompute.account import ACCOUNT
 from skyward_massedcompute.api import FAILED_STATUSES, LOGGER, MassedAPI, gone
 from skyward_massedcompute.catalog import Product, matching, plan
 from skyward_massedcompute.machine import end_command, instance_name, startup_command
@@ -59,7 +59,7 @@ class MassedComputeProvider(RentedCloud):
     def __init__(self, config: MassedCompute, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
         self.config = config
-        self.api_key = resolve_api_key(config.api_key)
+        self.api_key = ACCOUNT.resolve(config.api_key)
         self.api = MassedAPI(self.api_key, config.url)
         self._log = structlog.get_logger(LOGGER)
         self._host_keys = PinnedKeyWait(GRACE)

@@ -14,27 +14,19 @@ from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
-from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.credentials import CredentialStatus
+from skyward.providers.named_sweep import KeyedSweeper, Row
 from skyward.providers.sweep import Machine, parse_time
-from skyward_massedcompute.account import env_url, locate_api_key
+from skyward_massedcompute.account import ACCOUNT
 from skyward_massedcompute.machine import NAME_PREFIX
 
 
 @attrs.define
-class MassedComputeSweeper(NamedSweeper):
+class MassedComputeSweeper(KeyedSweeper):
     name: str = "MassedCompute"
     prefix = NAME_PREFIX
-    name_field = "name"
-
-    def credentials(self) -> CredentialStatus:
-        return locate_api_key()
-
-    def client(self) -> Any:
-        from skyward_massedcompute.account import resolve_api_key
-        from skyward_massedcompute.api import MassedAPI
-
-        return MassedAPI(resolve_api_key(None), env_url())
+    account = ACCOUNT
+    api = "skyward_massedcompute.api:MassedAPI"
 
     async def rows(self, api: Any) -> list[Row]:
         return list(await api.instances())
@@ -68,10 +60,5 @@ class MassedComputeSweeper(NamedSweeper):
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the account's machines listed."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.instances())
-
-    listing = "the key lists the account's machines"
-    return verified(status, lambda: MassedComputeSweeper().run(listed), listing, thread="massedcompute-check")
+    """`sky providers --check`: one listing through the sweeper (`NamedSweeper.verify`)."""
+    return MassedComputeSweeper().verify(status)
