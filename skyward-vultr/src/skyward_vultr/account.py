@@ -8,7 +8,7 @@ environment key never travels in a pickled spec) and registered for masking; non
 
 from __future__ import annotations
 
-from skyward.providers.credentials import CredentialStatus, locate_secret, resolve_secret
+from skyward.providers.api_key import ApiKeyAccount
 
 API_KEY_VARIABLE = "VULTR_API_KEY"
 #: Points `sky ls`/`sky down`/`sky offers` at another endpoint (a proxy, the tests' fake).
@@ -18,10 +18,6 @@ KEYS_PAGE = "https://my.vultr.com/settings/#settingsapi"
 #: The tag every instance Skyward creates carries (`sky ls` lists by it).
 TAG = "skyward"
 
-
-def resolve_api_key(value: object) -> str:
-    return resolve_secret(value, API_KEY_VARIABLE, provider="Vultr", hint=f"create one at {KEYS_PAGE}")
-
-
-def locate_api_key() -> CredentialStatus:
-    return locate_secret(API_KEY_VARIABLE)
+ACCOUNT = ApiKeyAccount(
+    cloud="Vultr", variable=API_KEY_VARIABLE, url=API_URL, url_variable=URL_VARIABLE, keys_page=KEYS_PAGE
+)

@@ -19,6 +19,7 @@ from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url, secret
 from skyward.providers.address import IP_LOOKUP_URL
 from skyward.providers.keyed_config import KeyedConfig
+from skyward_vultr.account import ACCOUNT
 
 #: Vultr's "Ubuntu 24.04 LTS x64" (`GET /os` lists the others).
 DEFAULT_OS_ID = 2284
@@ -84,9 +85,9 @@ class Vultr(KeyedConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("Vultr"))
 
-    cloud = "Vultr"
+    cloud = ACCOUNT.cloud
     provider_name = "vultr"
-    key_variable = "VULTR_API_KEY"
+    key_variable = ACCOUNT.variable
     provider_class = "skyward_vultr.provider:VultrProvider"
     price_estimate = "skyward_vultr.pricing:estimate_hourly_price"
     offers_class = "skyward_vultr.offers:VultrOffers"
@@ -94,6 +95,4 @@ class Vultr(KeyedConfig):
 
     @property
     def url(self) -> str:
-        from skyward_vultr.account import API_URL
-
-        return self.api_url or API_URL
+        return self.api_url or ACCOUNT.url

@@ -11,17 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skyward.market.rental import Rental
-from skyward.providers.calls import known_or_none
-from skyward_vultr.account import resolve_api_key
+from skyward.providers.calls import first_price
+from skyward_vultr.account import ACCOUNT
 from skyward_vultr.api import LOGGER, VultrAPI
 from skyward_vultr.catalog import Plan, matching, plan
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_vultr.config import Vultr
-
-#: How long choosing a spec may wait for Vultr's listing.
-PRICE_TIMEOUT = 15.0
 
 
 async def plans_for(api: VultrAPI, spec: Spec) -> list[Plan]:
@@ -42,15 +39,9 @@ def regions_for(config: Vultr, spec: Spec) -> tuple[str, ...]:
 
 
 def estimate_hourly_price(config: Vultr, spec: Spec) -> float | None:
-    async def first(api: VultrAPI) -> float | None:
-        found = await offers(api, spec, regions_for(config, spec))
-        return found[0].price if found else None
-
-    return known_or_none(
-        lambda: VultrAPI(resolve_api_key(config.api_key), config.url),
-        first,
-        timeout=PRICE_TIMEOUT,
-        thread="vultr-price",
+    return first_price(
+        lambda: VultrAPI(ACCOUNT.resolve(config.api_key), config.url),
+        lambda api: offers(api, spec, regions_for(config, spec)),
+        cloud="vultr",
         logger=LOGGER,
-        event="skyward.vultr_price_unknown",
     )

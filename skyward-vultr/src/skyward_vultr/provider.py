@@ -29,7 +29,7 @@ from skyward.providers.probe import HOST_KEY_GRACE, PinnedKeyWait
 from skyward.providers.rented import RentedCloud, named_leftovers, rented_instance
 from skyward.providers.rest import delete_retrying
 from skyward.providers.ssh import head_port
-from skyward_vultr.account import resolve_api_key
+from skyward_vultr.account import ACCOUNT
 from skyward_vultr.api import LOGGER, TAG, VultrAPI
 from skyward_vultr.machine import encoded, end_command, label, user_data
 from skyward_vultr.pricing import offers, plans_for, regions_for
@@ -64,7 +64,7 @@ class VultrProvider(RentedCloud):
     def __init__(self, config: Vultr, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
         self.config = config
-        self.api_key = resolve_api_key(config.api_key)
+        self.api_key = ACCOUNT.resolve(config.api_key)
         self.api = VultrAPI(self.api_key, config.url)
         self._log = structlog.get_logger(LOGGER)
         self._host_keys = PinnedKeyWait(GRACE)

@@ -11,33 +11,26 @@ expired.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection
 from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
-from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.credentials import CredentialStatus
+from skyward.providers.named_sweep import KeyedSweeper, Row
 from skyward.providers.sweep import Ended, Machine, named_pool, parse_time
-from skyward_vultr.account import API_URL, TAG, URL_VARIABLE, locate_api_key
+from skyward_vultr.account import ACCOUNT, TAG
 from skyward_vultr.machine import NAME_PREFIX
 
 
 @attrs.define
-class VultrSweeper(NamedSweeper):
+class VultrSweeper(KeyedSweeper):
     name: str = "Vultr"
     prefix = NAME_PREFIX
     name_field = "label"
-
-    def credentials(self) -> CredentialStatus:
-        return locate_api_key()
-
-    def client(self) -> Any:
-        from skyward_vultr.account import resolve_api_key
-        from skyward_vultr.api import VultrAPI
-
-        return VultrAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
+    account = ACCOUNT
+    api = "skyward_vultr.api:VultrAPI"
+    listing = "the key lists the account's instances"
 
     def pool_of(self, row: Row | None) -> tuple[str, int] | None:
         """(pool, node) of an instance with Skyward's tag and label; None for any other."""
@@ -84,11 +77,6 @@ class VultrSweeper(NamedSweeper):
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the account's Skyward instances
-    listed (nothing is created)."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.instances(tag=TAG))
-
-    listing = "the key lists the account's instances"
-    return verified(status, lambda: VultrSweeper().run(listed), listing, thread="vultr-check")
+    """`sky providers --check`: one listing of the account's Skyward instances through the
+    sweeper (`NamedSweeper.verify`)."""
+    return VultrSweeper().verify(status)
