@@ -37,7 +37,9 @@ CLIENT_IP = "203.0.113.7"
 class FaultProxy:
     """What the proxy refuses: spot launches while `refuse_spot` is set; `spot_refusals` counts.
     It also answers `GET /checkip` with `client_ip` as AWS's echo service would (an error while
-    `refuse_ip_lookup`), and holds `TerminateInstances` back for `stall_terminate` seconds."""
+    `refuse_ip_lookup`), and holds `TerminateInstances` back for `stall_terminate` seconds.
+    Once moto has answered a request that may change something (any action but a Describe), it
+    sets each of `changes` (the `Machines` watcher's, which then looks at moto again)."""
 
     url: str = ""
     refuse_spot: bool = False
@@ -47,6 +49,7 @@ class FaultProxy:
     refuse_ip_lookup: bool = False
     ip_lookups: int = 0
     stall_terminate: float = 0.0
+    changes: list[threading.Event] = attrs.field(factory=list)
 
     @property
     def ip_lookup_url(self) -> str:
@@ -91,9 +94,12 @@ def proxy_handler(upstream: str, state: FaultProxy) -> type[http.server.BaseHTTP
                 payload = answer.read()
                 kept = {k: v for k, v in answer.getheaders()
                         if k.lower() not in ("connection", "transfer-encoding", "content-length")}
-                self._answer(answer.status, payload, kept)
             finally:
                 conn.close()
+            if not str(form.get("Action", "")).startswith("Describe"):
+                for change in list(state.changes):
+                    change.set()
+            self._answer(answer.status, payload, kept)
 
         def _answer(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
             self.send_response(status)
@@ -149,6 +155,8 @@ class Machines:
     #: The machines that powered themselves off (`shutdown`), in order.
     powered_off: list[str] = attrs.field(factory=list)
     errors: list[str] = attrs.field(factory=list)
+    #: Set when moto may hold news for the watcher (the proxy sets it; see `watch`).
+    changed: threading.Event = attrs.field(factory=threading.Event)
     _stop: threading.Event = attrs.field(factory=threading.Event)
     #: Held by a sync and by `stop`: the two never change the servers at once.
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
@@ -159,16 +167,23 @@ class Machines:
                 self._sync()
 
     def _sync(self) -> None:
-        filters = [{"Name": "subnet-id", "Values": [self.subnet_id]}]
+        # Terminated instances stay listed for the session (moto keeps them), and rendering and
+        # parsing them all ten times a second would cost more CPU than the tests themselves.
+        filters = [{"Name": "subnet-id", "Values": [self.subnet_id]},
+                   {"Name": "instance-state-name", "Values": NOT_TERMINATED}]
+        listed = set()
         for reservation in self.ec2.describe_instances(Filters=filters)["Reservations"]:
             for row in reservation["Instances"]:
                 instance, state = row["InstanceId"], row["State"]["Name"]
+                listed.add(instance)
                 if state == "running" and instance not in self.servers and instance not in self.homes:
                     self._boot(instance, row["PrivateIpAddress"])
                 elif state == "running" and instance in self.servers:
                     self._obey_shutdown(instance)
                 elif state in GONE_OR_STOPPED and instance in self.servers:
                     self.servers.pop(instance).stop()
+        for instance in [i for i in self.servers if i not in listed]:  # terminated
+            self.servers.pop(instance).stop()
 
     def _boot(self, instance: str, address: str) -> None:
         host_key, login_key = machine_keys(self.ec2, instance)
@@ -201,11 +216,25 @@ class Machines:
             self.ec2.stop_instances(InstanceIds=[instance])
 
     def watch(self) -> None:
+        """Look at moto when the proxy saw a change, when a machine powered itself off, and every
+        `RESYNC` seconds whatever happened (a change that did not pass the proxy)."""
+        looked = 0.0
         while not self._stop.wait(0.1):
+            due = self.changed.is_set() or time.monotonic() - looked >= RESYNC or self._powering_off()
+            if not due:
+                continue
+            self.changed.clear()
+            looked = time.monotonic()
             try:
                 self.sync()
             except Exception as exc:  # noqa: BLE001 - reported by the fixture
                 self.errors.append(repr(exc))
+
+    def _powering_off(self) -> bool:
+        """A running machine ran `shutdown` and EC2 has not yet been told."""
+        return any(
+            i not in self.powered_off and (self.folder / i / POWERED_OFF).exists() for i in list(self.servers)
+        )
 
     def stop(self) -> None:
         self._stop.set()
@@ -215,6 +244,10 @@ class Machines:
             self.servers.clear()
 
 
+#: EC2 states the watcher lists (a terminated instance's sshd was stopped when it left the list).
+NOT_TERMINATED = ["pending", "running", "shutting-down", "stopping", "stopped"]
+#: The longest the watcher goes without looking at moto (seconds).
+RESYNC = 1.0
 #: EC2 states in which the machine no longer runs (its sshd is stopped).
 GONE_OR_STOPPED = ("shutting-down", "terminated", "stopping", "stopped")
 #: The file a machine's `shutdown` leaves in its folder: the hypervisor sees the machine power off.

@@ -138,8 +138,9 @@ def network(ec2: Any) -> Network:
 
 
 @pytest.fixture
-def machines(ec2: Any, network: Network, tmp_path: Path) -> Iterator[Machines]:
+def machines(ec2: Any, network: Network, proxy: FaultProxy, tmp_path: Path) -> Iterator[Machines]:
     watcher = Machines(ec2, network.subnet_id, tmp_path / "machines", free_port("127.0.0.1"))
+    proxy.changes.append(watcher.changed)
     thread = threading.Thread(target=watcher.watch, name="aws-machines", daemon=True)
     thread.start()
     try:
@@ -148,6 +149,7 @@ def machines(ec2: Any, network: Network, tmp_path: Path) -> Iterator[Machines]:
         assert not any(left.values()), f"workers left running on the machines: {left}"
         assert not watcher.errors, watcher.errors
     finally:
+        proxy.changes.remove(watcher.changed)
         watcher.stop()
         thread.join(5)
 
