@@ -9,15 +9,18 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 import skyward as sky
+from skyward.extension.settings import api_url
 from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
 from skyward.market.rental import Rental
 from skyward.providers.api_key import ApiKeyAccount
 from skyward.providers.calls import first_price
 from skyward.providers.credentials import CredentialStatus
+from skyward.providers.keyed_config import KeyedConfig
 
 ACCOUNT = ApiKeyAccount(
     cloud="Nimbus",
@@ -115,6 +118,25 @@ def test_what_is_missing_names_the_variable_and_how_to_give_the_key(monkeypatch:
     assert ACCOUNT.missing("given") is None
     monkeypatch.setenv("NIMBUS_API_KEY", "from-the-variable")
     assert ACCOUNT.missing(None) is None
+
+
+# --- the config ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Nimbus(KeyedConfig):
+    api_key: str | None = None
+    api_url: str | None = attrs.field(default=None, converter=api_url("Nimbus"))
+
+    account = ACCOUNT
+    provider_name = "nimbus"
+
+
+def test_a_config_naming_its_account_takes_its_name_variable_and_endpoint_from_it() -> None:
+    assert (Nimbus.cloud, Nimbus.key_variable) == ("Nimbus", "NIMBUS_API_KEY")
+    assert Nimbus().url == "https://api.nimbus.example/v1"
+    assert Nimbus(api_url="http://proxy.example/v1/").url == "http://proxy.example/v1"
+    assert str(Nimbus().missing_credentials()) == "no NIMBUS_API_KEY (set it or pass Nimbus(api_key=...))"
 
 
 # --- the sweeper's credential check ---------------------------------------------------------------

@@ -18,6 +18,7 @@ from skyward.market.rental import (
     memory_fits,
     names_card,
     no_fit,
+    number,
     on_demand_only,
     whole_gpus,
 )
@@ -90,6 +91,11 @@ def test_a_card_is_found_in_a_listings_words_and_memory() -> None:
     assert names_card("NVIDIA GeForce RTX 4090", "RTX_4090")
     assert names_card("A100 SXM4 80GB", "A100") and not names_card("A10G", "A100")
     assert memory_fits(80.0, 80.0) and not memory_fits(40.0, 80.0) and memory_fits(None, 80.0)
+
+
+def test_a_listings_number_is_read_from_text_too_and_an_odd_field_is_zero() -> None:
+    assert (number(24), number("80.5")) == (24.0, 80.5)
+    assert (number(None), number("n/a"), number({})) == (0.0, 0.0, 0.0)
 
 
 def test_a_fraction_of_a_gpu_is_refused_naming_the_cloud_and_the_fix() -> None:

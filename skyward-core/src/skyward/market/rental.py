@@ -61,6 +61,16 @@ SPOT_KINDS: dict[str, tuple[bool, ...]] = {
 }
 
 
+def number(value: object) -> float:
+    """A listing's number, given as a number or numeric text ("24", 24.0); 0.0 where the row has
+    none or another type: listings are JSON written by each cloud's own hand, and one odd field
+    must not drop the whole listing."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def card_words(text: str) -> frozenset[str]:
     """The words of a card's name that tell it apart ("NVIDIA A100-SXM4-80GB" -> a100, 80gb)."""
     return frozenset(re.split(r"[^a-z0-9]+", text.lower())) - NOISE

@@ -6,7 +6,9 @@ pickled spec) and an `api_url` (None: the cloud's endpoint). What Skyward asks o
 own settings is the same for each: its name, its provider for a pool, its price estimate, its
 offer source, the credential a pool lacks, and where `sky providers` finds (and checks) the key.
 The config names each piece as `"module:attribute"`, imported only when asked, so that building
-a config (or `import skyward`) loads none of the cloud's machinery.
+a config (or `import skyward`) loads none of the cloud's machinery. A config that names its
+`ApiKeyAccount` (`account = ACCOUNT`, the one its sweeper and offer source read) takes its public
+name, its key's variable and its endpoint (`url`) from it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from skyward.extension.provider_config import ProviderConfig
 
 if TYPE_CHECKING:
     from skyward.options import Options
+    from skyward.providers.api_key import ApiKeyAccount
     from skyward.providers.base import Provider
     from skyward.providers.credentials import CredentialStatus, MissingCredential
     from skyward.spec import Spec
@@ -42,8 +45,24 @@ class KeyedConfig(ProviderConfig):
     offers_class: ClassVar[str]
     key_check: ClassVar[str]
 
+    #: Where the key and the endpoint are: sets `cloud` and `key_variable`, and answers `url`.
+    account: ClassVar[ApiKeyAccount | None] = None
+
     api_key: str | None
     api_url: str | None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        account = cls.__dict__.get("account")
+        if account is not None:
+            cls.cloud, cls.key_variable = account.cloud, account.variable
+
+    @property
+    def url(self) -> str:
+        """The endpoint a pool calls: `api_url=`, else the account's."""
+        if self.account is None:
+            raise AttributeError(f"{type(self).__name__} names no `account`: it writes its own `url`")
+        return self.api_url or self.account.url
 
     @property
     def name(self) -> str:
