@@ -37,7 +37,8 @@ CLIENT_IP = "203.0.113.7"
 class FaultProxy:
     """What the proxy refuses: spot launches while `refuse_spot` is set; `spot_refusals` counts.
     It also answers `GET /checkip` with `client_ip` as AWS's echo service would (an error while
-    `refuse_ip_lookup`), and holds `TerminateInstances` back for `stall_terminate` seconds.
+    `refuse_ip_lookup`), and holds `TerminateInstances` back for `stall_terminate` seconds or until
+    `release_terminate` is set.
     Once moto has answered a request that may change something (any action but a Describe), it
     sets each of `changes` (the `Machines` watcher's, which then looks at moto again)."""
 
@@ -49,6 +50,7 @@ class FaultProxy:
     refuse_ip_lookup: bool = False
     ip_lookups: int = 0
     stall_terminate: float = 0.0
+    release_terminate: threading.Event = attrs.field(factory=threading.Event)
     changes: list[threading.Event] = attrs.field(factory=list)
 
     @property
@@ -79,7 +81,7 @@ def proxy_handler(upstream: str, state: FaultProxy) -> type[http.server.BaseHTTP
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             form = {k: v[0] for k, v in urllib.parse.parse_qs(body.decode(errors="replace")).items()}
             if form.get("Action") == "TerminateInstances" and state.stall_terminate:
-                time.sleep(state.stall_terminate)
+                state.release_terminate.wait(state.stall_terminate)
             if form.get("Action") == "RunInstances":
                 state.launches.append(form)
                 if state.refuse_spot and form.get("InstanceMarketOptions.MarketType") == "spot":
@@ -157,6 +159,7 @@ class Machines:
     errors: list[str] = attrs.field(factory=list)
     #: Set when moto may hold news for the watcher (the proxy sets it; see `watch`).
     changed: threading.Event = attrs.field(factory=threading.Event)
+    _ended: dict[str, threading.Event] = attrs.field(factory=dict)
     _stop: threading.Event = attrs.field(factory=threading.Event)
     #: Held by a sync and by `stop`: the two never change the servers at once.
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
@@ -182,8 +185,15 @@ class Machines:
                     self._obey_shutdown(instance)
                 elif state in GONE_OR_STOPPED and instance in self.servers:
                     self.servers.pop(instance).stop()
+                    if state == "stopped":
+                        self.ended(instance).set()
         for instance in [i for i in self.servers if i not in listed]:  # terminated
             self.servers.pop(instance).stop()
+            self.ended(instance).set()
+
+    def ended(self, instance: str) -> threading.Event:
+        """Set once moto says `instance` is terminated or stopped (its sshd is then stopped)."""
+        return self._ended.setdefault(instance, threading.Event())
 
     def _boot(self, instance: str, address: str) -> None:
         host_key, login_key = machine_keys(self.ec2, instance)
@@ -214,6 +224,7 @@ class Machines:
             self.ec2.terminate_instances(InstanceIds=[instance])
         else:
             self.ec2.stop_instances(InstanceIds=[instance])
+        self.changed.set()  # told moto directly, not through the proxy
 
     def watch(self) -> None:
         """Look at moto when the proxy saw a change, when a machine powered itself off, and every

@@ -116,6 +116,7 @@ def faults(proxy: FaultProxy) -> Iterator[FaultProxy]:
     proxy.refuse_ip_lookup = False
     proxy.ip_lookups = 0
     proxy.stall_terminate = 0.0
+    proxy.release_terminate.clear()
 
 
 # -- EC2 as the tests see it -----------------------------------------------------------------------

@@ -25,7 +25,6 @@ from client_kill import (
     kill_when,
     start_client,
 )
-from ssh_hosts import wait_until
 
 
 def aws_client(
@@ -57,7 +56,8 @@ def test_an_instance_whose_client_was_killed_mid_task_terminates_itself(
     killed = kill_when(client, client.started.exists, 180)
     instance = only_instance(machines)
 
-    assert wait_until(lambda: state(ec2, instance) == "terminated", BOUND)
+    assert machines.ended(instance).wait(BOUND)
+    assert state(ec2, instance) == "terminated"
     assert machines.powered_off == [instance]
     assert_lease_ran_out(killed)
 
@@ -71,7 +71,8 @@ def test_an_instance_whose_client_was_killed_during_the_bootstrap_terminates_its
     kill_when(client, bootstrapping.exists, 180)
     instance = only_instance(machines)
 
-    assert wait_until(lambda: state(ec2, instance) == "terminated", BOUND)
+    assert machines.ended(instance).wait(BOUND)
+    assert state(ec2, instance) == "terminated"
     assert machines.powered_off == [instance]
     assert not client.started.exists()
 
@@ -83,6 +84,7 @@ def test_an_instance_whose_client_was_killed_before_its_first_login_terminates_i
     client = aws_client(tmp_path, faults, network, machines, bootstrap_timeout=BOOTSTRAP_TIMEOUT)
     instance, killed = kill_before_first_login(client, machines.boot_guardians, 180)
 
-    assert wait_until(lambda: state(ec2, instance) == "terminated", BOOTSTRAP_TIMEOUT + BOUND)
+    assert machines.ended(instance).wait(BOOTSTRAP_TIMEOUT + BOUND)
+    assert state(ec2, instance) == "terminated"
     assert machines.powered_off == [instance]
     assert time.monotonic() - killed <= BOOTSTRAP_TIMEOUT + BOUND

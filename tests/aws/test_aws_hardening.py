@@ -182,6 +182,7 @@ def test_a_termination_not_confirmed_in_time_is_reported_naming_the_instance(
         assert any(instance in m and "did not confirm the end" in m for m in reports), reports
         assert stopped_in < 10, f"stop() waited {stopped_in:.1f} s past the provider's release_timeout"
     finally:
+        faults.release_terminate.set()
         deadline = time.monotonic() + 30
         while tagged(ec2, pool.name)["instances"] and time.monotonic() < deadline:
             time.sleep(0.5)

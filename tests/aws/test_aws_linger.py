@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from aws_cloud import NOTHING_LEFT, FaultProxy, Machines, Network, aws_provider, tagged
-from ssh_hosts import wait_until
 
 import skyward as sky
 from skyward.providers import linger
@@ -57,4 +56,6 @@ def test_a_parked_instance_ends_itself_when_no_pool_comes(
     with quiet_pool(aws_provider(faults, network, machines), linger=True, ttl=2) as pool:
         assert double(1) >> pool == 2
         parked_pool = pool.name
-    assert wait_until(lambda: tagged(ec2, parked_pool)["instances"] == [], 40)
+    (instance,) = tagged(ec2, parked_pool)["instances"]
+    assert machines.ended(instance).wait(40)
+    assert tagged(ec2, parked_pool)["instances"] == []
