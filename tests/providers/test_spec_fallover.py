@@ -193,8 +193,8 @@ def test_the_stand_in_for_a_missing_package_is_a_value_that_pickles() -> None:
 
 
 def test_a_provider_name_no_package_of_this_repository_offers_does_not_exist() -> None:
-    with pytest.raises(AttributeError, match="GCP"):
-        sky.GCP  # noqa: B018
+    with pytest.raises(AttributeError, match="Container"):
+        sky.Container  # noqa: B018
 
 
 def test_an_unknown_provider_name_is_still_no_attribute() -> None:
