@@ -26,7 +26,8 @@ def with_credentials(tmp_path: Path) -> Sky:
 def test_without_credentials_gcp_is_skipped_naming_where_they_go(tmp_path: Path) -> None:
     done = Sky(tmp_path)("offers", "--provider", "gcp", "--accelerator", "H100")
     assert done.returncode == 1
-    assert "gcp: skipped, no credentials found" in done.stderr and "GOOGLE_APPLICATION_CREDENTIALS" in done.stderr
+    assert "gcp: skipped, no credentials found" in done.stderr
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -63,7 +64,8 @@ def test_sky_offers_lists_the_machine_families_of_a_card(
 
 
 def test_an_offer_carries_both_prices_and_an_a3_h100_is_spot_only_below_eight_gpus(tmp_path: Path) -> None:
-    offers = {o["instance_type"]: o for o in with_credentials(tmp_path).json("offers", "--provider", "gcp")["offers"]}
+    listing = with_credentials(tmp_path).json("offers", "--provider", "gcp")
+    offers = {o["instance_type"]: o for o in listing["offers"]}
     t4 = offers["n1-standard-4+1xnvidia-tesla-t4"]
     assert (t4["provider"], t4["accelerator"], t4["accelerator_count"], t4["region"]) == (
         "gcp",
