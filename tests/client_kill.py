@@ -3,7 +3,9 @@
 The client is a real process running a pool script (`CLIENT`) against a provider's fake API: a
 task that holds its node (it writes `started`, then sleeps), optionally behind a bootstrap step
 that holds the bootstrap (`op`). The tests kill it at a chosen point and watch the node's guardian
-end the machine once its lease lapses; how that shows is each provider's own.
+end the machine once its lease lapses; how that shows is each provider's own, so the two checks
+every cloud makes (`ends_itself_mid_task`, `ends_itself_before_first_login`) take the fake's
+listing of its machines and of those it saw ended.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +114,26 @@ def assert_lease_ran_out(killed: float) -> None:
     """The machine ended no sooner than the lease allowed: ttl from the last renewal, which came at
     most one renewal interval before the kill."""
     assert time.monotonic() - killed >= TTL - renew_interval(TTL)
+
+
+def ends_itself_mid_task(
+    client: Client, machines: Callable[[], Collection[Any]], ended: Callable[[], Collection[Any]]
+) -> Any:
+    """Kill the client once its task runs on its one machine (`machines()`), then see that machine
+    ended (in `ended()`) within `BOUND`, and no sooner than its lease allowed: by its guardian's
+    lapse, not by a teardown. Returns the machine."""
+    killed = kill_when(client, client.started.exists, 120)
+    (machine,) = machines()
+    assert wait_until(lambda: machine in ended(), BOUND), client.log.read_text()
+    assert_lease_ran_out(killed)
+    return machine
+
+
+def ends_itself_before_first_login(
+    client: Client, boot_guardians: dict[Any, str], ended: Callable[[], Collection[Any]]
+) -> Any:
+    """Kill the client once its one machine's boot guardian has started (the fake's sshd down), then
+    see the machine ended within the initial lease and `BOUND`. Returns the machine."""
+    machine, _ = kill_before_first_login(client, boot_guardians, 120)
+    assert wait_until(lambda: machine in ended(), BOOTSTRAP_TIMEOUT + BOUND), boot_guardians
+    return machine
