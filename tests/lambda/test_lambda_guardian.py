@@ -14,16 +14,13 @@ from pathlib import Path
 
 from client_kill import (
     BOOTSTRAP_TIMEOUT,
-    BOUND,
     Client,
-    assert_lease_ran_out,
-    kill_before_first_login,
-    kill_when,
+    ends_itself_before_first_login,
+    ends_itself_mid_task,
     start_client,
 )
 from fake_lambda import FakeLambda
 from lambda_support import API_KEY, GUARDIAN_KEY
-from ssh_hosts import wait_until
 
 
 def lambda_client(api: FakeLambda, tmp_path: Path, bootstrap: int, **keys: str) -> Client:
@@ -40,10 +37,7 @@ def test_a_vm_whose_client_was_killed_mid_task_terminates_itself_with_the_guardi
 ) -> None:
     lambda_api.other_keys = {GUARDIAN_KEY}
     client = lambda_client(lambda_api, tmp_path, bootstrap=300, guardian_api_key=GUARDIAN_KEY)
-    killed = kill_when(client, client.started.exists, 120)
-    (vm,) = lambda_api.instances
-    assert wait_until(lambda: vm in lambda_api.terminated, BOUND)
-    assert_lease_ran_out(killed)
+    ends_itself_mid_task(client, lambda: lambda_api.instances, lambda: lambda_api.terminated)
     assert lambda_api.keys_used[-1] == GUARDIAN_KEY, "the VM called with its own key"
     (launch,) = lambda_api.launches
     assert GUARDIAN_KEY in launch["user_data"] and API_KEY not in launch["user_data"], "never the client's"
@@ -55,7 +49,5 @@ def test_a_vm_whose_client_was_killed_before_its_first_login_terminates_itself(
 ) -> None:
     lambda_api.sshd_down = True
     client = lambda_client(lambda_api, tmp_path, bootstrap=BOOTSTRAP_TIMEOUT)
-    vm, _ = kill_before_first_login(client, lambda_api.boot_guardians, 120)
-    ended = wait_until(lambda: vm in lambda_api.terminated, BOOTSTRAP_TIMEOUT + BOUND)
-    assert ended, lambda_api.boot_guardians
+    ends_itself_before_first_login(client, lambda_api.boot_guardians, lambda: lambda_api.terminated)
     lambda_api.ssh_keys.clear()

@@ -19,20 +19,21 @@ import attrs
 
 from skyward.errors import NoOffersError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, in_order, memory_fits, names_card, on_demand_only, whole_gpus
+from skyward.market.rental import (
+    Rental,
+    in_order,
+    memory_fits,
+    names_card,
+    number,
+    on_demand_only,
+    whole_gpus,
+)
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
 
 #: "A100 (40 GB SXM4)": the card, then its memory in the brackets.
 _CARD = re.compile(r"^\s*(?P<card>[^(]+?)\s*(?:\((?P<gb>\d+(?:\.\d+)?)\s*GB[^)]*\))?\s*$", re.IGNORECASE)
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 @attrs.frozen
@@ -53,7 +54,7 @@ class InstanceType:
     def from_api(cls, entry: dict[str, Any]) -> InstanceType:
         kind = entry.get("instance_type") if isinstance(entry.get("instance_type"), dict) else {}
         specs = kind.get("specs") if isinstance(kind.get("specs"), dict) else {}
-        gpus = int(_number(specs.get("gpus")))
+        gpus = int(number(specs.get("gpus")))
         found = _CARD.match(str(kind.get("gpu_description") or "")) if gpus else None
         regions = entry.get("regions_with_capacity_available") or []
         return cls(
@@ -62,9 +63,9 @@ class InstanceType:
             card=found["card"] if found else "",
             gpu_memory_gb=float(found["gb"]) if found and found["gb"] else None,
             gpus=gpus,
-            vcpus=int(_number(specs.get("vcpus"))),
-            memory_gb=_number(specs.get("memory_gib")),
-            price=_number(kind.get("price_cents_per_hour")) / 100,
+            vcpus=int(number(specs.get("vcpus"))),
+            memory_gb=number(specs.get("memory_gib")),
+            price=number(kind.get("price_cents_per_hour")) / 100,
             regions=tuple(str(r.get("name")) for r in regions if isinstance(r, dict) and r.get("name")),
         )
 

@@ -52,14 +52,9 @@ class LambdaCloud(KeyedConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("LambdaCloud"))
 
-    cloud = ACCOUNT.cloud
+    account = ACCOUNT
     provider_name = "lambda"
-    key_variable = ACCOUNT.variable
     provider_class = "skyward_lambda.provider:LambdaProvider"
     price_estimate = "skyward_lambda.pricing:estimate_hourly_price"
     offers_class = "skyward_lambda.offers:LambdaOffers"
     key_check = "skyward_lambda.sweep:verify"
-
-    @property
-    def url(self) -> str:
-        return self.api_url or ACCOUNT.url
