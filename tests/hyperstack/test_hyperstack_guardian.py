@@ -10,13 +10,17 @@ the pool never reaches its exit.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from client_kill import BOOTSTRAP_TIMEOUT, TTL, Client, kill_before_first_login, kill_when, start_client
+from client_kill import (
+    BOOTSTRAP_TIMEOUT,
+    Client,
+    ends_itself_before_first_login,
+    ends_itself_mid_task,
+    start_client,
+)
 from fake_infrahub import FakeInfrahub
 from hyperstack_support import API_KEY
-from ssh_hosts import wait_until
 
 
 def hyperstack_client(api: FakeInfrahub, tmp_path: Path, bootstrap: int) -> Client:
@@ -31,10 +35,7 @@ def test_a_vm_whose_client_was_killed_mid_task_deletes_itself(
     hyperstack_api: FakeInfrahub, tmp_path: Path
 ) -> None:
     client = hyperstack_client(hyperstack_api, tmp_path, bootstrap=300)
-    killed = kill_when(client, client.started.exists, 120)
-    (vm,) = hyperstack_api.vms
-    assert wait_until(lambda: vm in hyperstack_api.deleted_vms, TTL + 30)
-    assert time.monotonic() - killed >= TTL / 2, "deleted by the guardian's lapse, not at once"
+    ends_itself_mid_task(client, lambda: hyperstack_api.vms, lambda: hyperstack_api.deleted_vms)
     hyperstack_api.keypairs.clear()  # what the killed client's release would have deleted (`sky down` does)
 
 
@@ -43,7 +44,6 @@ def test_a_vm_whose_client_was_killed_before_its_first_login_deletes_itself(
 ) -> None:
     hyperstack_api.sshd_down = True
     client = hyperstack_client(hyperstack_api, tmp_path, bootstrap=BOOTSTRAP_TIMEOUT)
-    vm, _ = kill_before_first_login(client, hyperstack_api.boot_guardians, 120)
-    deleted = lambda: int(vm) in hyperstack_api.deleted_vms  # noqa: E731
-    assert wait_until(deleted, BOOTSTRAP_TIMEOUT + TTL + 30), hyperstack_api.boot_guardians
+    boot_lines = hyperstack_api.boot_guardians  # keyed by the VM's id as text
+    ends_itself_before_first_login(client, boot_lines, lambda: [str(vm) for vm in hyperstack_api.deleted_vms])
     hyperstack_api.keypairs.clear()

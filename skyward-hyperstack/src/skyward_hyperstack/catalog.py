@@ -17,17 +17,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, fits, in_order, no_fit, on_demand_only
+from skyward.market.rental import Rental, fits, in_order, no_fit, number, on_demand_only
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 @attrs.frozen
@@ -46,16 +39,16 @@ class Flavor:
 
     @classmethod
     def from_api(cls, row: dict[str, Any], prices: Mapping[str, float]) -> Flavor:
-        gpu, gpus = str(row.get("gpu") or ""), int(_number(row.get("gpu_count")))
+        gpu, gpus = str(row.get("gpu") or ""), int(number(row.get("gpu_count")))
         price = prices.get(gpu, 0.0) * gpus if gpu else prices.get(str(row["name"]), 0.0)
         return cls(
             name=str(row["name"]),
             region=str(row.get("region_name") or ""),
             gpu=gpu,
             gpus=gpus,
-            vcpus=int(_number(row.get("cpu"))),
-            memory_gb=_number(row.get("ram")),
-            disk_gb=_number(row.get("disk")),
+            vcpus=int(number(row.get("cpu"))),
+            memory_gb=number(row.get("ram")),
+            disk_gb=number(row.get("disk")),
             in_stock=bool(row.get("stock_available")),
             price=price,
         )

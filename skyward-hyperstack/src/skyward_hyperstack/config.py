@@ -72,17 +72,12 @@ class Hyperstack(KeyedConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("Hyperstack"))
 
-    cloud = ACCOUNT.cloud
+    account = ACCOUNT
     provider_name = "hyperstack"
-    key_variable = ACCOUNT.variable
     provider_class = "skyward_hyperstack.provider:HyperstackProvider"
     price_estimate = "skyward_hyperstack.pricing:estimate_hourly_price"
     offers_class = "skyward_hyperstack.offers:HyperstackOffers"
     key_check = "skyward_hyperstack.sweep:verify"
-
-    @property
-    def url(self) -> str:
-        return self.api_url or ACCOUNT.url
 
     def environment_in(self, region: str) -> str:
         """The environment VMs in `region` go in."""
