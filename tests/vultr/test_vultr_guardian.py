@@ -10,12 +10,16 @@ delete. Nothing else ends the instance: the pool never reaches its exit.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from client_kill import BOOTSTRAP_TIMEOUT, TTL, Client, kill_before_first_login, kill_when, start_client
+from client_kill import (
+    BOOTSTRAP_TIMEOUT,
+    Client,
+    ends_itself_before_first_login,
+    ends_itself_mid_task,
+    start_client,
+)
 from fake_vultr import FakeVultr
-from ssh_hosts import wait_until
 from vultr_support import API_KEY
 
 
@@ -31,10 +35,7 @@ def test_an_instance_whose_client_was_killed_mid_task_deletes_itself(
     vultr_api: FakeVultr, tmp_path: Path
 ) -> None:
     client = vultr_client(vultr_api, tmp_path, bootstrap=300)
-    killed = kill_when(client, client.started.exists, 120)
-    (instance,) = vultr_api.instances
-    assert wait_until(lambda: instance in vultr_api.deleted, TTL + 30)
-    assert time.monotonic() - killed >= TTL / 2, "deleted by the guardian's lapse, not at once"
+    ends_itself_mid_task(client, lambda: vultr_api.instances, lambda: vultr_api.deleted)
     _clean_up(vultr_api)
 
 
@@ -43,10 +44,7 @@ def test_an_instance_whose_client_was_killed_before_its_first_login_deletes_itse
 ) -> None:
     vultr_api.sshd_down = True
     client = vultr_client(vultr_api, tmp_path, bootstrap=BOOTSTRAP_TIMEOUT)
-    instance, _ = kill_before_first_login(client, vultr_api.boot_guardians, 120)
-    assert wait_until(lambda: instance in vultr_api.deleted, BOOTSTRAP_TIMEOUT + TTL + 30), (
-        vultr_api.boot_guardians
-    )
+    ends_itself_before_first_login(client, vultr_api.boot_guardians, lambda: vultr_api.deleted)
     _clean_up(vultr_api)
 
 

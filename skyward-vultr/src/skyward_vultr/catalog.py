@@ -22,20 +22,13 @@ import attrs
 from skyward.accelerators import resolve
 from skyward.errors import ConfigurationError
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, fits, in_order, no_fit, on_demand_only
+from skyward.market.rental import Rental, fits, in_order, no_fit, number, on_demand_only
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
 
 #: How far a plan's VRAM over the card's memory may be from a whole count and still be one.
 WHOLE_SLACK = 0.1
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def card_of(gpu_type: str) -> str:
@@ -53,8 +46,8 @@ def gpu_count(row: dict[str, Any], card: str) -> float:
     """How many whole cards a plan carries: its `gpu_count`, else its VRAM over the card's memory
     (a fraction for a plan with a slice of one); 0 for a plan without GPU."""
     if row.get("gpu_count"):
-        return _number(row["gpu_count"])
-    vram = _number(row.get("gpu_vram_gb"))
+        return number(row["gpu_count"])
+    vram = number(row.get("gpu_vram_gb"))
     if not card or vram <= 0:
         return 0.0
     try:
@@ -87,12 +80,12 @@ class Plan:
             name=str(row["id"]),
             card=card,
             gpus=gpus,
-            gpu_memory_gb=_number(row.get("gpu_vram_gb")) / gpus
+            gpu_memory_gb=number(row.get("gpu_vram_gb")) / gpus
             if gpus >= 1
-            else _number(row.get("gpu_vram_gb")),
-            vcpus=int(_number(row.get("vcpu_count"))),
-            memory_gb=_number(row.get("ram")) / 1024,
-            price=_number(row.get("hourly_cost")) or round(_number(row.get("monthly_cost")) / 730, 3),
+            else number(row.get("gpu_vram_gb")),
+            vcpus=int(number(row.get("vcpu_count"))),
+            memory_gb=number(row.get("ram")) / 1024,
+            price=number(row.get("hourly_cost")) or round(number(row.get("monthly_cost")) / 730, 3),
             regions=tuple(str(r) for r in row.get("locations") or () if r),
         )
 

@@ -85,14 +85,9 @@ class Vultr(KeyedConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("Vultr"))
 
-    cloud = ACCOUNT.cloud
+    account = ACCOUNT
     provider_name = "vultr"
-    key_variable = ACCOUNT.variable
     provider_class = "skyward_vultr.provider:VultrProvider"
     price_estimate = "skyward_vultr.pricing:estimate_hourly_price"
     offers_class = "skyward_vultr.offers:VultrOffers"
     key_check = "skyward_vultr.sweep:verify"
-
-    @property
-    def url(self) -> str:
-        return self.api_url or ACCOUNT.url
