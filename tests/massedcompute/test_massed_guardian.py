@@ -10,13 +10,17 @@ terminate. Nothing else ends the machine: the pool never reaches its exit.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from client_kill import BOOTSTRAP_TIMEOUT, TTL, Client, kill_before_first_login, kill_when, start_client
+from client_kill import (
+    BOOTSTRAP_TIMEOUT,
+    Client,
+    ends_itself_before_first_login,
+    ends_itself_mid_task,
+    start_client,
+)
 from fake_massed import FakeMassed
 from massed_support import API_KEY
-from ssh_hosts import wait_until
 
 
 def massed_client(api: FakeMassed, tmp_path: Path, bootstrap: int) -> Client:
@@ -31,10 +35,7 @@ def test_a_machine_whose_client_was_killed_mid_task_terminates_itself(
     massed_api: FakeMassed, tmp_path: Path
 ) -> None:
     client = massed_client(massed_api, tmp_path, bootstrap=300)
-    killed = kill_when(client, client.started.exists, 120)
-    (machine,) = massed_api.instances
-    assert wait_until(lambda: machine in massed_api.terminated, TTL + 30)
-    assert time.monotonic() - killed >= TTL / 2, "terminated by the guardian's lapse, not at once"
+    ends_itself_mid_task(client, lambda: massed_api.instances, lambda: massed_api.terminated)
 
 
 def test_a_machine_whose_client_was_killed_before_its_first_login_terminates_itself(
@@ -42,7 +43,4 @@ def test_a_machine_whose_client_was_killed_before_its_first_login_terminates_its
 ) -> None:
     massed_api.sshd_down = True
     client = massed_client(massed_api, tmp_path, bootstrap=BOOTSTRAP_TIMEOUT)
-    machine, _ = kill_before_first_login(client, massed_api.boot_guardians, 120)
-    assert wait_until(lambda: machine in massed_api.terminated, BOOTSTRAP_TIMEOUT + TTL + 30), (
-        massed_api.boot_guardians
-    )
+    ends_itself_before_first_login(client, massed_api.boot_guardians, lambda: massed_api.terminated)

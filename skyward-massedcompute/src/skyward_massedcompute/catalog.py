@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from skyward.market.offer import Offer
-from skyward.market.rental import Rental, fits, in_order, no_fit, on_demand_only
+from skyward.market.rental import Rental, fits, in_order, no_fit, number, on_demand_only
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
@@ -28,13 +28,6 @@ PROVIDER = "massedcompute"
 ANY_REGION = "any"
 _COUNT = re.compile(r"(?:^|[^a-z0-9])(\d+)x(?:[^a-z0-9]|$)")
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*gb", re.IGNORECASE)
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 @attrs.frozen
@@ -65,11 +58,11 @@ class Product:
             description=description,
             gpus=int(count.group(1)) if count else 0,
             gpu_memory_gb=float(memory.group(1)) if memory else None,
-            vcpus=int(_number(specs.get("vcpu_count"))),
-            memory_gb=_number(specs.get("memory_gib")),
-            price=_number(kind.get("price_cents_per_hour")) / 100,
+            vcpus=int(number(specs.get("vcpu_count"))),
+            memory_gb=number(specs.get("memory_gib")),
+            price=number(kind.get("price_cents_per_hour")) / 100,
             regions=tuple(str(r.get("name")) for r in regions if isinstance(r, dict) and r.get("name")),
-            capacity=int(_number(row.get("capacity_available"))),
+            capacity=int(number(row.get("capacity_available"))),
         )
 
     @property

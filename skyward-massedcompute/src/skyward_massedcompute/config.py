@@ -61,14 +61,9 @@ class MassedCompute(KeyedConfig):
     python: str | None = None
     api_url: str | None = attrs.field(default=None, converter=api_url("MassedCompute"))
 
-    cloud = ACCOUNT.cloud
+    account = ACCOUNT
     provider_name = "massedcompute"
-    key_variable = ACCOUNT.variable
     provider_class = "skyward_massedcompute.provider:MassedComputeProvider"
     price_estimate = "skyward_massedcompute.offers:estimate_hourly_price"
     offers_class = "skyward_massedcompute.offers:MassedOffers"
     key_check = "skyward_massedcompute.sweep:verify"
-
-    @property
-    def url(self) -> str:
-        return self.api_url or ACCOUNT.url
