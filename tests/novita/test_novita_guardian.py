@@ -9,13 +9,17 @@ name). Both use the key the start script kept, and are seen here as the fake's d
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from client_kill import BOOTSTRAP_TIMEOUT, TTL, Client, kill_before_first_login, kill_when, start_client
+from client_kill import (
+    BOOTSTRAP_TIMEOUT,
+    Client,
+    ends_itself_before_first_login,
+    ends_itself_mid_task,
+    start_client,
+)
 from fake_novita import FakeNovita
 from novita_support import API_KEY
-from ssh_hosts import wait_until
 
 
 def novita_client(api: FakeNovita, tmp_path: Path, bootstrap: int) -> Client:
@@ -30,10 +34,7 @@ def test_an_instance_whose_client_was_killed_mid_task_deletes_itself(
     novita_api: FakeNovita, tmp_path: Path
 ) -> None:
     client = novita_client(novita_api, tmp_path, bootstrap=300)
-    killed = kill_when(client, client.started.exists, 120)
-    (instance,) = novita_api.instances
-    assert wait_until(lambda: instance in novita_api.deleted, TTL + 30)
-    assert time.monotonic() - killed >= TTL / 2, "deleted by the guardian's lapse, not at once"
+    ends_itself_mid_task(client, lambda: novita_api.instances, lambda: novita_api.deleted)
 
 
 def test_an_instance_whose_client_was_killed_before_its_first_login_deletes_itself(
@@ -41,5 +42,4 @@ def test_an_instance_whose_client_was_killed_before_its_first_login_deletes_itse
 ) -> None:
     novita_api.sshd_down = True
     client = novita_client(novita_api, tmp_path, bootstrap=BOOTSTRAP_TIMEOUT)
-    instance, _ = kill_before_first_login(client, novita_api.boot_guardians, 120)
-    assert wait_until(lambda: instance in novita_api.deleted, BOOTSTRAP_TIMEOUT + TTL + 30)
+    ends_itself_before_first_login(client, novita_api.boot_guardians, lambda: novita_api.deleted)

@@ -8,16 +8,13 @@ before any request.
 
 from __future__ import annotations
 
-from skyward.providers.credentials import CredentialStatus, locate_secret, resolve_secret
+from skyward.providers.api_key import ApiKeyAccount
 
 API_KEY_VARIABLE = "NOVITA_API_KEY"
 API_URL = "https://api.novita.ai/gpu-instance/openapi/v1"
 KEYS_PAGE = "https://novita.ai/settings/key-management"
 
-
-def resolve_api_key(value: object) -> str:
-    return resolve_secret(value, API_KEY_VARIABLE, provider="Novita", hint=f"create one at {KEYS_PAGE}")
-
-
-def locate_api_key() -> CredentialStatus:
-    return locate_secret(API_KEY_VARIABLE)
+#: The key and the endpoint; `$NOVITA_API_URL` points `sky ls`/`down`/`offers` elsewhere.
+ACCOUNT = ApiKeyAccount(
+    cloud="Novita", variable=API_KEY_VARIABLE, url=API_URL, url_variable="NOVITA_API_URL", keys_page=KEYS_PAGE
+)

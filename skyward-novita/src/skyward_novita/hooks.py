@@ -1,30 +1,13 @@
-"""Hook implementations that skyward-core discovers through the `skyward` entry point.
-
-`sky.Novita` and `provider="novita"` resolve through `skyward_providers`; `sky ls` / `sky down`
-find the pools' instances through `skyward_sweepers`. Both import lazily.
-"""
+"""What skyward-core discovers through the `skyward` entry point: `sky.Novita` and
+`provider="novita"`, the machines `sky ls`/`sky down` sweep and the GPU products `sky offers` lists,
+each imported only when asked (`skyward.extension.cloud_hooks`)."""
 
 from __future__ import annotations
 
-from skyward.extension.hookspecs import hookimpl
+from skyward.extension.cloud_hooks import cloud_hooks
 
-
-@hookimpl
-def skyward_providers() -> dict[str, object]:
-    from skyward_novita.config import Novita
-
-    return {"Novita": Novita}
-
-
-@hookimpl
-def skyward_sweepers() -> list[object]:
-    from skyward_novita.sweep import NovitaSweeper
-
-    return [NovitaSweeper()]
-
-
-@hookimpl
-def skyward_offer_sources() -> list[object]:
-    from skyward_novita.offers import NovitaOffers
-
-    return [NovitaOffers()]
+skyward_providers, skyward_sweepers, skyward_offer_sources = cloud_hooks(
+    providers={"Novita": "skyward_novita.config:Novita"},
+    sweeper="skyward_novita.sweep:NovitaSweeper",
+    offers="skyward_novita.offers:NovitaOffers",
+)

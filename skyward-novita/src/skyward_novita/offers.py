@@ -17,10 +17,9 @@ from typing import Any
 from skyward.market.keyed_offers import KeyedOffers
 from skyward.market.offer import Offer
 from skyward.providers.calls import run_closing
-from skyward_novita.account import API_KEY_VARIABLE, API_URL, KEYS_PAGE
+from skyward_novita.account import ACCOUNT
 from skyward_novita.catalog import PRICE_UNIT, offer_of
 
-URL_VARIABLE = "NOVITA_API_URL"
 MAX_GPUS = 8
 
 
@@ -34,11 +33,7 @@ class NovitaOffers(KeyedOffers):
     """Novita's GPU products and their prices, for one account and endpoint."""
 
     name = "novita"
-    cloud = "Novita"
-    default_url = API_URL
-    url_variable = URL_VARIABLE
-    key_variable = API_KEY_VARIABLE
-    key_hint = f"create one at {KEYS_PAGE}"
+    account = ACCOUNT
 
     def listing(self, api_key: str, url: str) -> list[Offer]:
         from skyward_novita.api import NovitaAPI

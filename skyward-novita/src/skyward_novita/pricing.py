@@ -11,17 +11,14 @@ from typing import TYPE_CHECKING
 
 from skyward.errors import ConfigurationError
 from skyward.market.rental import SPOT_KINDS, Rental, whole_gpus
-from skyward.providers.calls import known_or_none
-from skyward_novita.account import resolve_api_key
+from skyward.providers.calls import first_price
+from skyward_novita.account import ACCOUNT
 from skyward_novita.api import LOGGER, NovitaAPI
 from skyward_novita.catalog import fits, no_product, plan
 
 if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_novita.config import Novita
-
-PRICE_TIMEOUT = 15.0
-
 
 def gpu_count(spec: Spec) -> int:
     if spec.accelerator is None:
@@ -45,11 +42,9 @@ async def offers(api: NovitaAPI, spec: Spec, *, strict: bool = False) -> list[Re
 
 
 def estimate_hourly_price(config: Novita, spec: Spec) -> float | None:
-    async def first(api: NovitaAPI) -> float | None:
-        found = await offers(api, spec)
-        return found[0].price if found else None
-
-    return known_or_none(
-        lambda: NovitaAPI(resolve_api_key(config.api_key), config.url), first,
-        timeout=PRICE_TIMEOUT, thread="novita-price", logger=LOGGER, event="skyward.novita_price_unknown",
+    return first_price(
+        lambda: NovitaAPI(ACCOUNT.resolve(config.api_key), config.url),
+        lambda api: offers(api, spec),
+        cloud="novita",
+        logger=LOGGER,
     )

@@ -25,7 +25,7 @@ from skyward.providers.base import Cluster, Instance
 from skyward.providers.naming import of_pool
 from skyward.providers.rented import RentedCloud
 from skyward.providers.ssh import head_port
-from skyward_novita.account import resolve_api_key
+from skyward_novita.account import ACCOUNT
 from skyward_novita.api import FAILED_STATUSES, LOGGER, NovitaAPI, gone
 from skyward_novita.machine import (
     chunks,
@@ -57,7 +57,7 @@ class NovitaProvider(RentedCloud):
     def __init__(self, config: Novita, options: Options | None = None) -> None:
         super().__init__(options, python=config.python)
         self.config = config
-        self.api_key = resolve_api_key(config.api_key)
+        self.api_key = ACCOUNT.resolve(config.api_key)
         self.api = NovitaAPI(self.api_key, config.url)
         self._log = structlog.get_logger(LOGGER)
 

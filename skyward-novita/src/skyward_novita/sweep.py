@@ -10,33 +10,24 @@ lease: its instances never count as expired.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
-from skyward.providers.named_sweep import NamedSweeper, Row
+from skyward.providers.credentials import CredentialStatus
+from skyward.providers.named_sweep import KeyedSweeper, Row
 from skyward.providers.sweep import Machine, parse_time
-from skyward_novita.account import API_URL, locate_api_key
+from skyward_novita.account import ACCOUNT
 from skyward_novita.machine import NAME_PREFIX
-
-URL_VARIABLE = "NOVITA_API_URL"
 
 
 @attrs.define
-class NovitaSweeper(NamedSweeper):
+class NovitaSweeper(KeyedSweeper):
     name: str = "Novita"
     prefix = NAME_PREFIX
-
-    def credentials(self) -> CredentialStatus:
-        return locate_api_key()
-
-    def client(self) -> Any:
-        from skyward_novita.account import resolve_api_key
-        from skyward_novita.api import NovitaAPI
-
-        return NovitaAPI(resolve_api_key(None), os.environ.get(URL_VARIABLE) or API_URL)
+    account = ACCOUNT
+    api = "skyward_novita.api:NovitaAPI"
+    listing = "the credentials list the account's instances"
 
     async def rows(self, api: Any) -> list[Row]:
         return list(await api.instances())
@@ -63,12 +54,7 @@ class NovitaSweeper(NamedSweeper):
         )
 
 
+
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the account's instances listed
-    (nothing is created)."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.instances())
-
-    listing = "the credentials list the account's instances"
-    return verified(status, lambda: NovitaSweeper().run(listed), listing, thread="novita-check")
+    """`sky providers --check`: one listing through the sweeper (`NamedSweeper.verify`)."""
+    return NovitaSweeper().verify(status)
