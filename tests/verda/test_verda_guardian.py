@@ -10,12 +10,16 @@ delete. Nothing else ends the VM: the pool never reaches its exit.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from client_kill import BOOTSTRAP_TIMEOUT, TTL, Client, kill_before_first_login, kill_when, start_client
+from client_kill import (
+    BOOTSTRAP_TIMEOUT,
+    Client,
+    ends_itself_before_first_login,
+    ends_itself_mid_task,
+    start_client,
+)
 from fake_verda import FakeVerda
-from ssh_hosts import wait_until
 from verda_support import CLIENT_ID, CLIENT_SECRET
 
 
@@ -29,10 +33,7 @@ def verda_client(api: FakeVerda, tmp_path: Path, bootstrap: int) -> Client:
 
 def test_a_vm_whose_client_was_killed_mid_task_deletes_itself(verda_api: FakeVerda, tmp_path: Path) -> None:
     client = verda_client(verda_api, tmp_path, bootstrap=300)
-    killed = kill_when(client, client.started.exists, 120)
-    (vm,) = verda_api.instances
-    assert wait_until(lambda: vm in verda_api.deleted, TTL + 30)
-    assert time.monotonic() - killed >= TTL / 2, "deleted by the guardian's lapse, not at once"
+    ends_itself_mid_task(client, lambda: verda_api.instances, lambda: verda_api.deleted)
     _clean_up(verda_api)
 
 
@@ -41,8 +42,7 @@ def test_a_vm_whose_client_was_killed_before_its_first_login_deletes_itself(
 ) -> None:
     verda_api.sshd_down = True
     client = verda_client(verda_api, tmp_path, bootstrap=BOOTSTRAP_TIMEOUT)
-    vm, _ = kill_before_first_login(client, verda_api.boot_guardians, 120)
-    assert wait_until(lambda: vm in verda_api.deleted, BOOTSTRAP_TIMEOUT + TTL + 30), verda_api.boot_guardians
+    ends_itself_before_first_login(client, verda_api.boot_guardians, lambda: verda_api.deleted)
     _clean_up(verda_api)
 
 

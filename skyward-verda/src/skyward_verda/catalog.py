@@ -19,22 +19,16 @@ import attrs
 
 from skyward.errors import NoOffersError
 from skyward.market.offer import Offer
-from skyward.market.rental import SPOT_KINDS, Rental, in_order, memory_fits, names_card, whole_gpus
+from skyward.market.rental import SPOT_KINDS, Rental, in_order, memory_fits, names_card, number, whole_gpus
 
 if TYPE_CHECKING:
     from skyward.accelerators import Accelerator
     from skyward.spec import Spec
 
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
-
 
 def _size(row: dict[str, Any], field: str, key: str) -> float:
     part = row.get(field)
-    return _number(part.get(key)) if isinstance(part, dict) else 0.0
+    return number(part.get(key)) if isinstance(part, dict) else 0.0
 
 
 @attrs.frozen
@@ -57,11 +51,11 @@ class InstanceType:
         return cls(
             name=str(row["instance_type"]), model=str(row.get("model") or ""),
             description=str(row.get("name") or gpu.get("description") or row.get("description") or ""),
-            gpus=int(_number(gpu.get("number_of_gpus"))),
+            gpus=int(number(gpu.get("number_of_gpus"))),
             gpu_memory_gb=_size(row, "gpu_memory", "size_in_gigabytes"),
             vcpus=int(_size(row, "cpu", "number_of_cores")),
             memory_gb=_size(row, "memory", "size_in_gigabytes"),
-            price=_number(row.get("price_per_hour")), spot_price=_number(row.get("spot_price")),
+            price=number(row.get("price_per_hour")), spot_price=number(row.get("spot_price")),
         )
 
     @property

@@ -1,30 +1,13 @@
-"""Hook implementations that skyward-core discovers through the `skyward` entry point.
-
-`sky.Verda` and `provider="verda"` resolve through `skyward_providers`; `sky ls` / `sky down` find
-the pools' VMs through `skyward_sweepers`. Both import lazily: discovery stays light.
-"""
+"""What skyward-core discovers through the `skyward` entry point: `sky.Verda` and
+`provider="verda"`, the machines `sky ls`/`sky down` sweep and the instance types `sky offers` lists,
+each imported only when asked (`skyward.extension.cloud_hooks`)."""
 
 from __future__ import annotations
 
-from skyward.extension.hookspecs import hookimpl
+from skyward.extension.cloud_hooks import cloud_hooks
 
-
-@hookimpl
-def skyward_providers() -> dict[str, object]:
-    from skyward_verda.config import Verda
-
-    return {"Verda": Verda}
-
-
-@hookimpl
-def skyward_sweepers() -> list[object]:
-    from skyward_verda.sweep import VerdaSweeper
-
-    return [VerdaSweeper()]
-
-
-@hookimpl
-def skyward_offer_sources() -> list[object]:
-    from skyward_verda.offers import VerdaOffers
-
-    return [VerdaOffers()]
+skyward_providers, skyward_sweepers, skyward_offer_sources = cloud_hooks(
+    providers={"Verda": "skyward_verda.config:Verda"},
+    sweeper="skyward_verda.sweep:VerdaSweeper",
+    offers="skyward_verda.offers:VerdaOffers",
+)

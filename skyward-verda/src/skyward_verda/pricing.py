@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skyward.market.rental import Rental
-from skyward.providers.calls import known_or_none
+from skyward.providers.calls import first_price
 from skyward_verda.account import resolve_credentials
 from skyward_verda.api import LOGGER, VerdaAPI
 from skyward_verda.catalog import InstanceType, matching, plan
@@ -19,10 +19,6 @@ from skyward_verda.catalog import InstanceType, matching, plan
 if TYPE_CHECKING:
     from skyward.spec import Spec
     from skyward_verda.config import Verda
-
-#: How long choosing a spec may wait for Verda's listing.
-PRICE_TIMEOUT = 15.0
-
 
 async def instance_types(api: VerdaAPI, spec: Spec) -> list[InstanceType]:
     """The types that fit the spec; a `ProvisionError` naming close types when none does."""
@@ -46,11 +42,10 @@ def locations_for(config: Verda, spec: Spec) -> tuple[str, ...]:
 
 
 def estimate_hourly_price(config: Verda, spec: Spec) -> float | None:
-    async def first(api: VerdaAPI) -> float | None:
-        found = await offers(api, spec, await instance_types(api, spec), locations_for(config, spec))
-        return found[0].price if found else None
+    async def fitting(api: VerdaAPI) -> list[Rental]:
+        return await offers(api, spec, await instance_types(api, spec), locations_for(config, spec))
 
-    return known_or_none(
-        lambda: VerdaAPI(resolve_credentials(config.client_id, config.client_secret), config.url), first,
-        timeout=PRICE_TIMEOUT, thread="verda-price", logger=LOGGER, event="skyward.verda_price_unknown",
+    return first_price(
+        lambda: VerdaAPI(resolve_credentials(config.client_id, config.client_secret), config.url),
+        fitting, cloud="verda", logger=LOGGER,
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.credentials import CredentialStatus
 from skyward.providers.named_sweep import NamedSweeper, Row
 from skyward.providers.sweep import Ended, Machine, named_pool, parse_time
 from skyward_verda.account import API_URL, locate_credentials
@@ -36,6 +36,7 @@ class VerdaSweeper(NamedSweeper):
     name: str = "Verda"
     prefix = NAME_PREFIX
     name_field = "hostname"
+    listing = "the credentials list the account's VMs"
 
     def credentials(self) -> CredentialStatus:
         return locate_credentials()
@@ -100,12 +101,7 @@ class VerdaSweeper(NamedSweeper):
         return items
 
 
+
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the account's VMs listed (nothing is
-    created)."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.instances())
-
-    listing = "the credentials list the account's VMs"
-    return verified(status, lambda: VerdaSweeper().run(listed), listing, thread="verda-check")
+    """`sky providers --check`: one listing through the sweeper (`NamedSweeper.verify`)."""
+    return VerdaSweeper().verify(status)
