@@ -1,30 +1,13 @@
-"""Hook implementations that skyward-core discovers through the `skyward` entry point.
-
-`sky.GCP` and `provider="gcp"` resolve through `skyward_providers`; `sky ls` / `sky down` find
-the pools' VMs through `skyward_sweepers`. Both import lazily: discovery stays light.
-"""
+"""What skyward-core discovers through the `skyward` entry point: `sky.GCP` and
+`provider="gcp"`, the machines `sky ls`/`sky down` sweep and the machine types `sky offers` lists,
+each imported only when asked (`skyward.extension.cloud_hooks`)."""
 
 from __future__ import annotations
 
-from skyward.extension.hookspecs import hookimpl
+from skyward.extension.cloud_hooks import cloud_hooks
 
-
-@hookimpl
-def skyward_providers() -> dict[str, object]:
-    from skyward_gcp.config import GCP
-
-    return {"GCP": GCP}
-
-
-@hookimpl
-def skyward_sweepers() -> list[object]:
-    from skyward_gcp.sweep import GCPSweeper
-
-    return [GCPSweeper()]
-
-
-@hookimpl
-def skyward_offer_sources() -> list[object]:
-    from skyward_gcp.offers import GCPOffers
-
-    return [GCPOffers()]
+skyward_providers, skyward_sweepers, skyward_offer_sources = cloud_hooks(
+    providers={"GCP": "skyward_gcp.config:GCP"},
+    sweeper="skyward_gcp.sweep:GCPSweeper",
+    offers="skyward_gcp.offers:GCPOffers",
+)

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.credentials import CredentialStatus
 from skyward.providers.named_sweep import NamedSweeper, Row
 from skyward.providers.sweep import Ended, Machine, parse_time
 from skyward_gcp.account import locate_credentials
@@ -44,6 +44,7 @@ def row_of(instance: Any) -> Row:
 @attrs.define
 class GCPSweeper(NamedSweeper):
     name: str = "GCP"
+    listing = "the credentials list the project's VMs"
 
     def credentials(self) -> CredentialStatus:
         return locate_credentials()
@@ -103,10 +104,6 @@ class GCPSweeper(NamedSweeper):
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the project's Skyward VMs listed."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.instances(label_filter=f"labels.{POOL_LABEL}:*"))
-
-    listing = "the credentials list the project's VMs"
-    return verified(status, lambda: GCPSweeper().run(listed), listing, thread="gcp-check")
+    """`sky providers --check`: one listing of the project's Skyward VMs through the sweeper
+    (`NamedSweeper.verify`)."""
+    return GCPSweeper().verify(status)
