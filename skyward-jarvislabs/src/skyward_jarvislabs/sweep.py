@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.credentials import CredentialStatus
 from skyward.providers.named_sweep import NamedSweeper, Row
 from skyward.providers.naming import of_pool
 from skyward.providers.sweep import Ended, Machine
@@ -27,6 +27,7 @@ from skyward_jarvislabs.machine import NAME_PREFIX
 @attrs.define
 class JarvisLabsSweeper(NamedSweeper):
     name: str = "JarvisLabs"
+    listing = "the key lists the account's instances"
     prefix = NAME_PREFIX
     name_field = "name"
 
@@ -86,10 +87,5 @@ class JarvisLabsSweeper(NamedSweeper):
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the account's instances listed."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.instances())
-
-    listing = "the key lists the account's instances"
-    return verified(status, lambda: JarvisLabsSweeper().run(listed), listing, thread="jarvislabs-check")
+    """`sky providers --check`: one listing through the sweeper (`NamedSweeper.verify`)."""
+    return JarvisLabsSweeper().verify(status)
