@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from skyward.market.offer import Offer, canonical_accelerator
-from skyward.market.rental import Rental, fits, in_order, no_fit, on_demand_only, whole_gpus
+from skyward.market.rental import Rental, fits, in_order, no_fit, number, on_demand_only, whole_gpus
 
 if TYPE_CHECKING:
     from skyward.errors import NoOffersError
@@ -39,13 +39,6 @@ _BRANDS = ("geforce", "quadro", "tesla", "rtx")
 _MEMORY = re.compile(r"(\d+)gb$")
 #: Words of a model's name that are not the card's: brands and form factors.
 _NOT_CARD = frozenset({"geforce", "quadro", "tesla", "pcie", "sxm", "sxm4", "sxm5", "nvlink"})
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def card_text(model: str) -> str:
@@ -98,7 +91,7 @@ class Hostnode:
 
         def unit(name: str) -> tuple[int, float]:
             part = specs.get(name) if isinstance(specs.get(name), dict) else {}
-            return int(_number(part.get("amount"))), _number(part.get("price"))
+            return int(number(part.get("amount"))), number(part.get("price"))
 
         gpus = specs.get("gpu") if isinstance(specs.get("gpu"), dict) else {}
         names = [str(where.get(k) or "") for k in ("city", "region", "country")]
@@ -109,7 +102,7 @@ class Hostnode:
             places=frozenset(n.lower() for n in [*names, f"{city}, {country}"] if n.strip(", ")),
             ports=tuple(int(p) for p in net.get("ports") or () if str(p).isdigit()),
             gpus={
-                str(m): (int(_number(g.get("amount"))), _number(g.get("price")))
+                str(m): (int(number(g.get("amount"))), number(g.get("price")))
                 for m, g in gpus.items()
                 if isinstance(g, dict)
             },

@@ -1,31 +1,13 @@
-"""Hook implementations that skyward-core discovers through the `skyward` entry point.
-
-`sky.TensorDock` and `provider="tensordock"` resolve through `skyward_providers`; `sky ls` /
-`sky down` find the pools' VMs through `skyward_sweepers`, `sky offers` the hostnodes' GPUs
-through `skyward_offer_sources`. All import lazily: discovery stays light.
-"""
+"""What skyward-core discovers through the `skyward` entry point: `sky.TensorDock` and
+`provider="tensordock"`, the VMs `sky ls`/`sky down` sweep and the hostnodes' GPUs `sky offers` lists,
+each imported only when asked (`skyward.extension.cloud_hooks`)."""
 
 from __future__ import annotations
 
-from skyward.extension.hookspecs import hookimpl
+from skyward.extension.cloud_hooks import cloud_hooks
 
-
-@hookimpl
-def skyward_providers() -> dict[str, object]:
-    from skyward_tensordock.config import TensorDock
-
-    return {"TensorDock": TensorDock}
-
-
-@hookimpl
-def skyward_sweepers() -> list[object]:
-    from skyward_tensordock.sweep import TensorDockSweeper
-
-    return [TensorDockSweeper()]
-
-
-@hookimpl
-def skyward_offer_sources() -> list[object]:
-    from skyward_tensordock.offers import TensorDockOffers
-
-    return [TensorDockOffers()]
+skyward_providers, skyward_sweepers, skyward_offer_sources = cloud_hooks(
+    providers={"TensorDock": "skyward_tensordock.config:TensorDock"},
+    sweeper="skyward_tensordock.sweep:TensorDockSweeper",
+    offers="skyward_tensordock.offers:TensorDockOffers",
+)

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.credentials import CredentialStatus
 from skyward.providers.named_sweep import NamedSweeper, Row
 from skyward.providers.sweep import Machine, parse_time
 from skyward_tensordock.account import env_url, locate_credentials
@@ -25,6 +25,7 @@ from skyward_tensordock.machine import NAME_PREFIX
 @attrs.define
 class TensorDockSweeper(NamedSweeper):
     name: str = "TensorDock"
+    listing = "the pair lists the organization's VMs"
     prefix = NAME_PREFIX
     name_field = "name"
 
@@ -81,10 +82,5 @@ def _created(text: object) -> Any:
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call, the organization's VMs listed."""
-
-    async def listed(api: Any) -> int:
-        return len(await api.vms())
-
-    listing = "the pair lists the organization's VMs"
-    return verified(status, lambda: TensorDockSweeper().run(listed), listing, thread="tensordock-check")
+    """`sky providers --check`: one listing through the sweeper (`NamedSweeper.verify`)."""
+    return TensorDockSweeper().verify(status)
