@@ -1,31 +1,13 @@
-"""Hook implementations that skyward-core discovers through the `skyward` entry point.
-
-`sky.Scaleway` and `provider="scaleway"` resolve through `skyward_providers`; `sky ls` / `sky down` find
-the pools' servers through `skyward_sweepers`; `sky offers` lists the GPU types through
-`skyward_offer_sources`. Each imports lazily: discovery stays light.
-"""
+"""What skyward-core discovers through the `skyward` entry point: `sky.Scaleway` and
+`provider="scaleway"`, the servers `sky ls`/`sky down` sweep and the GPU types `sky offers` lists,
+each imported only when asked (`skyward.extension.cloud_hooks`)."""
 
 from __future__ import annotations
 
-from skyward.extension.hookspecs import hookimpl
+from skyward.extension.cloud_hooks import cloud_hooks
 
-
-@hookimpl
-def skyward_providers() -> dict[str, object]:
-    from skyward_scaleway.config import Scaleway
-
-    return {"Scaleway": Scaleway}
-
-
-@hookimpl
-def skyward_sweepers() -> list[object]:
-    from skyward_scaleway.sweep import ScalewaySweeper
-
-    return [ScalewaySweeper()]
-
-
-@hookimpl
-def skyward_offer_sources() -> list[object]:
-    from skyward_scaleway.offers import ScalewayOffers
-
-    return [ScalewayOffers()]
+skyward_providers, skyward_sweepers, skyward_offer_sources = cloud_hooks(
+    providers={"Scaleway": "skyward_scaleway.config:Scaleway"},
+    sweeper="skyward_scaleway.sweep:ScalewaySweeper",
+    offers="skyward_scaleway.offers:ScalewayOffers",
+)

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from skyward.providers.credentials import CredentialStatus, verified
+from skyward.providers.credentials import CredentialStatus
 from skyward.providers.named_sweep import NamedSweeper, Row
 from skyward.providers.rest import delete_retrying
 from skyward.providers.sweep import Ended, Machine, named_pool
@@ -48,6 +48,7 @@ def row_of(zone: str, server: Any) -> Row:
 @attrs.define
 class ScalewaySweeper(NamedSweeper):
     name: str = "Scaleway"
+    listing = "the key lists the project's servers"
     prefix = NAME_PREFIX
 
     def credentials(self) -> CredentialStatus:
@@ -127,11 +128,5 @@ class ScalewaySweeper(NamedSweeper):
 
 
 def verify(status: CredentialStatus) -> CredentialStatus:
-    """`sky providers --check`: one cheap authenticated call per zone, the project's Skyward
-    servers listed (nothing is created)."""
-
-    async def listed(api: Any) -> int:
-        return len(await ScalewaySweeper().rows(api))
-
-    listing = "the key lists the project's servers"
-    return verified(status, lambda: ScalewaySweeper().run(listed), listing, thread="scaleway-check")
+    """`sky providers --check`: one listing through the sweeper (`NamedSweeper.verify`)."""
+    return ScalewaySweeper().verify(status)
