@@ -49,6 +49,20 @@ def test_a_bundle_is_found_again_until_one_of_its_sources_changes(tmp_path: Path
     bytecode._making.join()
 
 
+def test_a_bundle_of_another_checkouts_skyward_is_not_this_clients(tmp_path: Path) -> None:
+    """Two checkouts (or venvs) on one machine share `$SKYWARD_HOME`: the other's bundle, its
+    files unchanged, is not taken for this interpreter's."""
+    other = tmp_path / "other" / "skyward"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    made = bytecode_bundle(tmp_path / "cache", modules=("skyward",), path=(str(tmp_path / "other"),))
+    assert importlib.util.cache_from_source("skyward/__init__.py") in members(made)
+    assert client_bundle(tmp_path / "cache") is None  # made again, from this client's own skyward
+    assert bytecode._making is not None
+    bytecode._making.join()
+    assert client_bundle(tmp_path / "cache") not in (None, made)
+
+
 def unpack(tmp_path: Path, bundle: bytes) -> tuple[subprocess.CompletedProcess[str], Path]:
     """The skyward phase's unpacking, run on a venv whose site-packages holds package `present`."""
     venv = tmp_path / "venv"

@@ -156,9 +156,16 @@ def _sources(modules: tuple[str, ...], path: tuple[str, ...]) -> list[tuple[Path
 
 
 def _current(folder: Path) -> Path | None:
-    """The bundle `folder` holds for this interpreter, if none of its sources changed since."""
+    """The bundle `folder` holds for this interpreter, if none of its sources changed since.
+
+    Its sources must be this interpreter's own skyward: two checkouts or venvs on one machine
+    share `$SKYWARD_HOME`, and a bundle of the other one's unchanged files would pass the stat
+    check while no node's sources match it."""
     manifest = json.loads((folder / "manifest.json").read_text())
     if manifest.get("format") != FORMAT or manifest["python"] != sys.version:
+        return None
+    own = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "__init__.py"))
+    if any(file != own for file, relative, *_ in manifest["sources"] if relative == "skyward/__init__.py"):
         return None
     for file, _, size, mtime in manifest["sources"]:
         if _stat(Path(file)) != (size, mtime):
