@@ -428,7 +428,7 @@ def prepare_wheels(specs: Iterable[Any]) -> tuple[Path, ...]:
     needed = False
     for spec in specs:
         config = spec.provider
-        if getattr(config, "isolated", None) is False:
+        if not config.bootstraps:
             continue
         if resolve_source(spec.image) == "local":
             needed = True

@@ -42,12 +42,12 @@ class Announcer:
     def launched(self, provider: Any, instance: Any, worker: int) -> None:
         """A node's worker process was started: for a provider whose machines are there already,
         the moment its node is launched."""
-        if worker == 0 and not getattr(provider, "announces_machines", False):
+        if worker == 0 and not provider.announces_machines:
             self.bus.emit(InstanceLaunched(node=instance.node, instance_id=instance.id, pool=self.pool))
 
     def running(self, provider: Any, instance: Any, worker: int) -> None:
         """A node's worker answered the handshake: for such a provider, its node is running."""
-        if worker == 0 and not getattr(provider, "announces_machines", False):
+        if worker == 0 and not provider.announces_machines:
             self.bus.emit(InstanceRunning(
                 node=instance.node, instance_id=instance.id, ip=instance.public_ip, pool=self.pool
             ))

@@ -104,7 +104,7 @@ def plan(*specs: Any, **compute_kwargs: Any) -> Plan:
     )
     secrets = (*bootstrap_secrets(None, ops), *env_secrets(image.env))
     command = _launch_command(provider, cluster, spec, hooks, options)
-    if getattr(config, "isolated", None) is False:  # plain sky.Local(): no bootstrap, this interpreter
+    if not config.bootstraps:  # plain sky.Local(): no bootstrap, this interpreter
         launch = f"exec {command.render()}"
         then = "sky.Local() runs no bootstrap (Local(isolated=True) does); its workers start with:"
     else:

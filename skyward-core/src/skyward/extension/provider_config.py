@@ -55,6 +55,12 @@ class ProviderConfig:
     def default_nodes(self) -> int | None:
         return None
 
+    @property
+    def bootstraps(self) -> bool:
+        """Whether its nodes run the bootstrap (an environment of their own, skyward's wheels
+        shipped); plain `sky.Local()` runs workers with this interpreter instead."""
+        return True
+
     def create(self, options: Options | None = None) -> Provider:
         raise NotImplementedError(f"{type(self).__name__}.create(options) returns its Provider")
 

@@ -358,7 +358,7 @@ class CloudProvider(Provider):
     async def terminate(self, cluster: Cluster, instances: list[Instance]) -> None:
         """Delete the machines; whatever ran on them goes with them, once their exit scripts ran
         (a read-write volume's last uploads: `RemoteNodes.run_exit_scripts`)."""
-        if getattr(cluster.spec, "volumes", ()):
+        if cluster.spec.volumes:
             await asyncio.gather(
                 *(self.nodes.run_exit_scripts(cluster, instance) for instance in instances),
                 return_exceptions=True,
@@ -385,7 +385,7 @@ class CloudProvider(Provider):
         Not with volumes: a read-write volume's last upload runs when its machine is deleted."""
         from skyward.providers import linger
 
-        if not self.lingers or not instances or getattr(cluster.spec, "volumes", ()):
+        if not self.lingers or not instances or cluster.spec.volumes:
             return False
         try:
             await self.renew_lease(cluster, instances, until)

@@ -60,6 +60,10 @@ class Local(ProviderConfig):
     def name(self) -> str:
         return "local"
 
+    @property
+    def bootstraps(self) -> bool:
+        return self.isolated
+
     def create(self, options: Options | None = None) -> LocalProvider:
         return LocalProvider(options, isolated=self.isolated, fork=self.fork)
 

@@ -309,7 +309,7 @@ class RemoteNodes(WorkerStarts, NodeGuards):
         )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(conn.run(command + "true", check=False), 60)
-        if getattr(cluster.spec, "volumes", ()):  # the only exit scripts today: a volume's unmount
+        if cluster.spec.volumes:  # the only exit scripts today: a volume's unmount
             await self._run_exit_scripts(conn, node, workdir)
         with contextlib.suppress(Exception):
             remove = f"rm -rf {q(workdir)}; rmdir {parents} 2>/dev/null; true"
