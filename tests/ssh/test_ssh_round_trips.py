@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,6 +175,8 @@ def test_a_put_on_a_host_without_tar_goes_over_sftp(
     server = ssh_hosts.servers[0]
     (tmp_path / "tree").mkdir()
     (tmp_path / "tree" / "a.txt").write_text("a")
+    # Larger than the channel's window: the host's command ends while the archive is still sent.
+    (tmp_path / "tree" / "big.bin").write_bytes(os.urandom(8 << 20))
     # The command the archive is unpacked with, as a host without tar answers it.
     monkeypatch.setattr(ssh_archive, "unpack_command", lambda remote: "exec no-such-tar-here")
 
@@ -193,6 +196,8 @@ def test_a_put_on_a_host_without_tar_goes_over_sftp(
     opened = asyncio.run(main())
     assert opened[0] == "channel" and "sftp" in opened
     assert (server.home / "untarred" / "tree" / "a.txt").read_text() == "a"
+    sent = (tmp_path / "tree" / "big.bin").read_bytes()
+    assert (server.home / "untarred" / "tree" / "big.bin").read_bytes() == sent
     shutil.rmtree(server.home / "untarred")
 
 

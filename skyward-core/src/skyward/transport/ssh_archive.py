@@ -75,10 +75,13 @@ async def put_archive(conn: Any, local: Path, remote: str) -> None:
     try:
         process = await conn.create_process(unpack_command(remote), encoding=None)
         try:
-            while chunk := archive.read(CHUNK):
-                process.stdin.write(chunk)
-                await process.stdin.drain()
-            process.stdin.write_eof()
+            # A host whose command ends before it read everything (no tar: exit 127) closes the
+            # channel under the writes: its exit status, not the broken pipe, says what happened.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                while chunk := archive.read(CHUNK):
+                    process.stdin.write(chunk)
+                    await process.stdin.drain()
+                process.stdin.write_eof()
             result = await process.wait()
         finally:
             with contextlib.suppress(Exception):
