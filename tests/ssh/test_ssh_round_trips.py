@@ -94,10 +94,11 @@ def _login_order(hosts: SSHHosts, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     send = asyncssh.connection.SSHConnection.send_packet
     process = asyncssh.packet.SSHPacketHandler.process_packet
 
-    def sending(self: Any, pkttype: int, *args: Any, **kwargs: Any) -> Any:
+    # asyncssh's own signature: the unpadded fast path checks it (once per class) before wrapping.
+    def sending(self: Any, pkttype: int, *args: Any, handler: Any = None) -> Any:
         if pkttype == MSG_USERAUTH_REQUEST:
             order.append("auth")
-        return send(self, pkttype, *args, **kwargs)
+        return send(self, pkttype, *args, handler=handler)
 
     def processing(self: Any, pkttype: int, *args: Any) -> Any:
         if pkttype == MSG_SERVICE_ACCEPT:
