@@ -11,13 +11,17 @@ killed client uploaded is left on the account, for `sky down` (test_jarvis_sweep
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from client_kill import BOOTSTRAP_TIMEOUT, TTL, Client, kill_before_first_login, kill_when, start_client
+from client_kill import (
+    BOOTSTRAP_TIMEOUT,
+    Client,
+    ends_itself_before_first_login,
+    ends_itself_mid_task,
+    start_client,
+)
 from fake_jarvis import FakeJarvis
 from jarvis_support import API_KEY
-from ssh_hosts import wait_until
 
 
 def jarvis_client(api: FakeJarvis, tmp_path: Path, bootstrap: int) -> Client:
@@ -32,10 +36,7 @@ def test_an_instance_whose_client_was_killed_mid_task_destroys_itself(
     jarvis_api: FakeJarvis, tmp_path: Path
 ) -> None:
     client = jarvis_client(jarvis_api, tmp_path, bootstrap=300)
-    killed = kill_when(client, client.started.exists, 120)
-    (machine,) = jarvis_api.instances
-    assert wait_until(lambda: machine in jarvis_api.destroyed, TTL + 30)
-    assert time.monotonic() - killed >= TTL / 2, "destroyed by the guardian's lapse, not at once"
+    ends_itself_mid_task(client, lambda: jarvis_api.instances, lambda: jarvis_api.destroyed)
 
 
 def test_an_instance_whose_client_was_killed_before_its_first_login_destroys_itself(
@@ -43,8 +44,5 @@ def test_an_instance_whose_client_was_killed_before_its_first_login_destroys_its
 ) -> None:
     jarvis_api.sshd_down = True
     client = jarvis_client(jarvis_api, tmp_path, bootstrap=BOOTSTRAP_TIMEOUT)
-    machine, _ = kill_before_first_login(client, jarvis_api.boot_guardians, 120)
-    assert wait_until(lambda: machine in jarvis_api.destroyed, BOOTSTRAP_TIMEOUT + TTL + 30), (
-        jarvis_api.boot_guardians
-    )
+    ends_itself_before_first_login(client, jarvis_api.boot_guardians, lambda: jarvis_api.destroyed)
     jarvis_api.scripts.clear()  # the killed client's script: what `sky down` deletes

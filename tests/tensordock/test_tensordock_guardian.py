@@ -10,12 +10,16 @@ as the fake's delete. Nothing else ends the VM: the pool never reaches its exit.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from client_kill import BOOTSTRAP_TIMEOUT, TTL, Client, kill_before_first_login, kill_when, start_client
+from client_kill import (
+    BOOTSTRAP_TIMEOUT,
+    Client,
+    ends_itself_before_first_login,
+    ends_itself_mid_task,
+    start_client,
+)
 from fake_tensordock import FakeTensorDock
-from ssh_hosts import wait_until
 from tensordock_support import API_KEY, API_TOKEN
 
 
@@ -31,10 +35,7 @@ def test_a_vm_whose_client_was_killed_mid_task_deletes_itself(
     tensordock_api: FakeTensorDock, tmp_path: Path
 ) -> None:
     client = tensordock_client(tensordock_api, tmp_path, bootstrap=300)
-    killed = kill_when(client, client.started.exists, 120)
-    (vm,) = tensordock_api.vms
-    assert wait_until(lambda: vm in tensordock_api.deleted, TTL + 30)
-    assert time.monotonic() - killed >= TTL / 2, "deleted by the guardian's lapse, not at once"
+    ends_itself_mid_task(client, lambda: tensordock_api.vms, lambda: tensordock_api.deleted)
 
 
 def test_a_vm_whose_client_was_killed_before_its_first_login_deletes_itself(
@@ -42,7 +43,4 @@ def test_a_vm_whose_client_was_killed_before_its_first_login_deletes_itself(
 ) -> None:
     tensordock_api.sshd_down = True
     client = tensordock_client(tensordock_api, tmp_path, bootstrap=BOOTSTRAP_TIMEOUT)
-    vm, _ = kill_before_first_login(client, tensordock_api.boot_guardians, 120)
-    assert wait_until(lambda: vm in tensordock_api.deleted, BOOTSTRAP_TIMEOUT + TTL + 30), (
-        tensordock_api.boot_guardians
-    )
+    ends_itself_before_first_login(client, tensordock_api.boot_guardians, lambda: tensordock_api.deleted)
