@@ -367,6 +367,7 @@ class FakeGCP(FakeCloud):
         if site is not None:
             await site.stop()
         await self.power_off(key)
+        self.preempted.discard(key)  # a later VM of the same name is a new one, not being taken back
         self.deleted.append(key)
         return self._public(self._operation_row("delete", self._link(f"zones/{key}"), zone, None))
 
