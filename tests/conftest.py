@@ -23,15 +23,18 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """An xdist worker's own `$SKYWARD_HOME`: pool keys, logs, the server's folder and the wheels
-    cache are per user, and two workers sharing one would see each other's pools and race on the
-    cache. It lives beside the user's (not in a tmp folder), so its wheels are built once per
-    worker and machine, not once per run."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is None:
-        return
+    """An xdist worker's own `$SKYWARD_HOME`: pool keys, logs and the server's folder are per
+    user, and two workers sharing one would see each other's pools. It lives beside the user's
+    (not in a tmp folder). Its cache (`$SKYWARD_CACHE_DIR`: the assembled wheels, the workers'
+    bytecode) is the worker's too, and stays when a test gives itself a `$SKYWARD_HOME` of its
+    own: the wheels are built once per worker and machine, not once per pool. A test of the cache
+    itself sets its own."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     base = os.environ.get("SKYWARD_HOME") or str(Path("~/.skyward").expanduser())
-    os.environ["SKYWARD_HOME"] = f"{base}-test-{worker}"
+    home = f"{base}-test-{worker}"
+    os.environ["SKYWARD_CACHE_DIR"] = home
+    if worker != "main":
+        os.environ["SKYWARD_HOME"] = home
 
 
 @pytest.fixture(autouse=True, scope="module")

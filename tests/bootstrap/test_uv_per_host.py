@@ -73,7 +73,7 @@ def test_the_next_pool_on_that_host_finds_its_uv_and_installs_none(tmp_path: Pat
 
 @pytest.mark.slow
 def test_a_host_that_cannot_reach_the_index_gets_uv_from_the_client(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setenv("SKYWARD_HOME", str(tmp_path / "client"))  # the client's wheel cache starts empty
+    monkeypatch.setenv("SKYWARD_CACHE_DIR", str(tmp_path / "client"))  # the client's wheel cache starts empty
     env = host_without_uv(tmp_path, PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull)
     events = Events()
     script = bootstrap(setup_for(sky.Image(), emit=events), tmp_path / "pool-a", runner=LocalRunner(env=env))
@@ -89,7 +89,7 @@ def test_a_host_that_cannot_reach_the_index_gets_uv_from_the_client(tmp_path: Pa
 def test_when_neither_the_host_nor_the_client_can_get_uv_the_bootstrap_fails_saying_why(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.setenv("SKYWARD_HOME", str(tmp_path / "client"))
+    monkeypatch.setenv("SKYWARD_CACHE_DIR", str(tmp_path / "client"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # the client's pip download finds nothing either
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     env = host_without_uv(tmp_path, PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull)

@@ -179,10 +179,11 @@ def resolve_source(image: Any) -> str:
 
 
 def wheel_cache_dir() -> Path:
-    """Where assembled wheels are kept between pools: `~/.skyward/wheels` (under `$SKYWARD_HOME` when set)."""
-    from skyward.observe.logging import skyward_home
+    """Where assembled wheels are kept between pools: `~/.skyward/wheels` (under
+    `$SKYWARD_CACHE_DIR`, else `$SKYWARD_HOME`, when set)."""
+    from skyward.observe.logging import skyward_cache
 
-    return skyward_home() / "wheels"
+    return skyward_cache() / "wheels"
 
 
 # -- deciding how each distribution ships ----------------------------------------------------------------

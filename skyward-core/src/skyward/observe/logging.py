@@ -107,6 +107,15 @@ def skyward_home() -> Path:
     return Path(os.environ.get("SKYWARD_HOME") or "~/.skyward").expanduser()
 
 
+def skyward_cache() -> Path:
+    """Where Skyward keeps what it can make again from this install (assembled wheels, the
+    workers' bytecode bundle): `$SKYWARD_CACHE_DIR`, else `skyward_home()`. Kept apart from the
+    state (pools, keys, logs) so that several homes share one cache: a test suite or a CI job
+    that gives every test its own `$SKYWARD_HOME` builds the wheels once, not once per pool."""
+    cache = os.environ.get("SKYWARD_CACHE_DIR")
+    return Path(cache).expanduser() if cache else skyward_home()
+
+
 def log_path(file: str) -> Path:
     """Where `file` points; the `~/.skyward/` prefix follows `$SKYWARD_HOME`."""
     prefix = "~/.skyward/"
