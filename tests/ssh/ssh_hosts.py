@@ -146,9 +146,7 @@ class SSHServer:
 
     def stop(self) -> None:
         if self.machine:  # its sshd may never have started, but what it booted did
-            for pid in processes_of(self.home):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            end_every_process_of(self.home)
         if self.process is None:
             return
         sessions = self.session_pids()
@@ -163,6 +161,8 @@ class SSHServer:
             self.process.kill()
             self.process.wait()
         self.process = None
+        if self.machine:  # and whatever a login started while the sshd was going
+            end_every_process_of(self.home)
 
 
 @attrs.define
@@ -183,9 +183,7 @@ class SSHHosts:
         for server in self.servers:
             server.stop()
         for server in self.servers:
-            for pid in processes_of(server.home):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            end_every_process_of(server.home)
 
 
 #: Network settings of this machine that its loopback "hosts" share (a TLS-intercepting proxy's CA,
@@ -381,6 +379,18 @@ def processes_of(home: Path) -> list[int]:
         pid for pid in all_pids()
         if pid != mine and pid_alive(pid) and environ(pid).get("HOME") == str(home)
     ]
+
+
+def end_every_process_of(home: Path, within: float = 10.0) -> None:
+    """SIGKILL every process of the host whose home is `home`, as a machine that powers off ends
+    them all: again until none is left, since one may have forked (a keeper starting its worker)
+    between the listing and its kill."""
+    deadline = time.monotonic() + within
+    while (left := processes_of(home)) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
 
 
 def workers_of(home: Path) -> list[int]:
