@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import boto3
 import botocore.config
 import botocore.exceptions
 
 from skyward.errors import CapacityError, ConfigurationError, ProvisionError
 from skyward.observe.logging import register_secret
+from skyward.providers.boto import boto3_session
 
 if TYPE_CHECKING:
     from skyward_aws.config import AWS
@@ -128,7 +128,7 @@ def check_credentials(clients: Clients) -> str:
 
 def _session(profile: str | None) -> Any:
     try:
-        return boto3.session.Session(profile_name=profile)
+        return boto3_session(profile)
     except botocore.exceptions.ProfileNotFound as exc:
         raise ConfigurationError(f"AWS(profile={profile!r}): {exc}; {CREDENTIALS_HINT}") from None
 

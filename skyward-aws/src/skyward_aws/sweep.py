@@ -61,12 +61,11 @@ class AWSSweeper:
         return AWS.credentials()
 
     def clients(self, region: str | None) -> Clients:
-        import boto3
-
+        from skyward.providers.boto import boto3_session
         from skyward_aws.config import AWS
 
         if self._session is None:
-            self._session = boto3.session.Session()
+            self._session = boto3_session()
         where = region or self._session.region_name or DEFAULT_REGION
         return clients_for(AWS(endpoint_url=_endpoint()), where, self._session)
 

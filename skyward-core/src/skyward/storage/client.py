@@ -178,7 +178,7 @@ class Storage:
     def open(self) -> StorageClient:
         """A client for this store (its credentials resolved now); close it, or use `with`."""
         try:
-            import boto3
+            import boto3  # noqa: F401 - what the error below names
             from botocore.config import Config
         except ImportError:
             raise MissingPackageError(
@@ -192,7 +192,9 @@ class Storage:
             retries={"max_attempts": 5, "mode": "standard"},
         )
         try:
-            client = boto3.session.Session().client(
+            from skyward.providers.boto import boto3_session
+
+            client = boto3_session().client(
                 "s3", endpoint_url=self.endpoint, region_name=self.signing_region, aws_access_key_id=access,
                 aws_secret_access_key=secret, aws_session_token=token, config=config,
             )
