@@ -21,7 +21,6 @@ import attrs
 from skyward.errors import ConfigurationError
 from skyward.options import Options
 from skyward.providers.base import ProviderConfig
-from skyward.providers.ssh import parse_host
 
 if TYPE_CHECKING:
     from skyward.providers.credentials import CredentialStatus
@@ -53,6 +52,8 @@ def _login(value: object) -> str | None:
         return None
     if not isinstance(value, str):
         raise ConfigurationError(f'Slurm(login={value!r}): write "user@login.cluster" or "user@host:port"')
+    from skyward.providers.ssh import parse_host  # here: `sky` loads this module, and SSH's is heavy
+
     parse_host(value)  # a clear error for a malformed target
     return value
 
