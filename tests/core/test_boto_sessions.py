@@ -1,10 +1,10 @@
-"""`skyward.providers.boto.boto3_session`: sessions of their own that parse botocore's data once."""
+"""`skyward.storage.boto.boto3_session`: sessions of their own that parse botocore's data once."""
 
 from __future__ import annotations
 
 import pytest
 
-from skyward.providers.boto import boto3_session
+from skyward.storage.boto import boto3_session
 
 
 def test_two_sessions_parse_a_service_description_once() -> None:

@@ -17,7 +17,7 @@ import botocore.exceptions
 
 from skyward.errors import CapacityError, ConfigurationError, ProvisionError
 from skyward.observe.logging import register_secret
-from skyward.providers.boto import boto3_session
+from skyward.storage.boto import boto3_session
 
 if TYPE_CHECKING:
     from skyward_aws.config import AWS

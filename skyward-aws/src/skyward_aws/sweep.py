@@ -61,7 +61,7 @@ class AWSSweeper:
         return AWS.credentials()
 
     def clients(self, region: str | None) -> Clients:
-        from skyward.providers.boto import boto3_session
+        from skyward.storage.boto import boto3_session
         from skyward_aws.config import AWS
 
         if self._session is None:

@@ -192,7 +192,7 @@ class Storage:
             retries={"max_attempts": 5, "mode": "standard"},
         )
         try:
-            from skyward.providers.boto import boto3_session
+            from skyward.storage.boto import boto3_session
 
             client = boto3_session().client(
                 "s3", endpoint_url=self.endpoint, region_name=self.signing_region, aws_access_key_id=access,
