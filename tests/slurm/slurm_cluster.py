@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -39,14 +40,23 @@ def missing_daemons() -> list[str]:
 
 
 def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
+    """`count` ports free on every address, below the kernel's ephemeral range: a port the kernel
+    handed out and took back (bind to 0) may go to any connection's own end before the daemons
+    bind it, which a loaded parallel run did ("Unable to bind listen port: Address already in
+    use"); ports below that range are only ever taken on purpose."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    chosen: list[int] = []
+    while len(chosen) < count:
+        port = random.randrange(10_000, ephemeral_low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("", port))
+            except OSError:
+                continue
+        if port not in chosen:
+            chosen.append(port)
+    return chosen
 
 
 @attrs.frozen
