@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from skyward.storage.boto import boto3_session
@@ -27,3 +29,13 @@ def test_clients_of_a_shared_session_keep_their_own_region() -> None:
     west = boto3_session().client("ec2", region_name="eu-west-1")
     assert (east.meta.region_name, west.meta.region_name) == ("us-east-1", "eu-west-1")
     assert east.meta.service_model is not None and west.meta.endpoint_url != east.meta.endpoint_url
+
+
+def test_sessions_of_another_data_path_keep_a_cache_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = boto3_session()._session.get_component("data_loader")
+    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
+    other = boto3_session()._session.get_component("data_loader")
+    assert str(tmp_path) in other.search_paths
+    assert other._cache is not shared._cache
