@@ -174,13 +174,15 @@ def test_a_termination_not_confirmed_in_time_is_reported_naming_the_instance(
     with compute as pool:
         assert double(4) >> pool == 8
         instance = pool_row(ec2, pool.name)["InstanceId"]
-        faults.stall_terminate = 12.0  # EC2 answers TerminateInstances long after the pool's bound
+        faults.stall_terminate = 60.0  # EC2 answers TerminateInstances long after the pool's bound
         started = time.monotonic()
     stopped_in = time.monotonic() - started
     try:
         reports = [e.message for e in errors if isinstance(e, Error)]
         assert any(instance in m and "did not confirm the end" in m for m in reports), reports
-        assert stopped_in < 10, f"stop() waited {stopped_in:.1f} s past the provider's release_timeout"
+        # Its bound is about 3 s, with room for a loaded 2-core machine; under half of EC2's
+        # stall says the stop did not wait for its answer.
+        assert stopped_in < 30, f"stop() waited {stopped_in:.1f} s past the provider's release_timeout"
     finally:
         faults.release_terminate.set()
         deadline = time.monotonic() + 30
