@@ -109,9 +109,13 @@ def busy_loop(seconds: float) -> int:
 class DirectWorker:
     """A worker started directly (`python -m skyward.worker`) and spoken to frame by frame."""
 
-    def __init__(self, hello: Hello) -> None:
+    def __init__(self, hello: Hello, own_session: bool = False) -> None:
+        # own_session: the worker leads a process group, as Local and SSH start it.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "skyward.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [sys.executable, "-m", "skyward.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=own_session,
         )
         self.frames: list[Frame] = []
         self.decoder = FrameDecoder(self.frames.append)

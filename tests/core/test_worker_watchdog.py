@@ -27,13 +27,13 @@ from skyward.wire import Kind
 def start_worker() -> Iterator[Any]:
     started: list[DirectWorker] = []
 
-    def start(**fields: Any) -> DirectWorker:
+    def start(own_session: bool = False, **fields: Any) -> DirectWorker:
         fields.setdefault("info", InstanceInfo(node=0, total_nodes=1))
         fields.setdefault("concurrency", 1)
         fields.setdefault("executor", "thread")
         fields.setdefault("reuse_processes", True)
         fields.setdefault("env", {})
-        worker = DirectWorker(Hello(**fields))
+        worker = DirectWorker(Hello(**fields), own_session=own_session)
         started.append(worker)
         return worker
 
@@ -108,3 +108,56 @@ def test_sigterm_makes_the_worker_leave_around_app_then_exit(start_worker: Any, 
     worker.proc.send_signal(signal.SIGTERM)
     assert exit_seconds(worker) < 5
     assert exited.read_text() == "around_app exited"
+
+
+def _other_threads(pid: int) -> list[int]:
+    return sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc to name a thread")
+def test_a_sigterm_the_kernel_hands_to_a_thread_other_than_the_main_one_still_ends_the_worker(
+    start_worker: Any, tmp_path: Path
+) -> None:
+    # kill(2) hands a process's signal to any thread that does not block it; under load that is
+    # not always the main one, which here sleeps until the channel closes. A thread's id given to
+    # kill(2) makes that thread the one the kernel tries first.
+    exited = tmp_path / "exited"
+    plugin = sky.Plugin.create("marker").with_around_app(lambda info: _marks_exit(str(exited)))
+    worker = start_worker(ttl=0, plugins=(plugin,))
+    assert worker.run(os.getpid).kind is Kind.RESULT
+    threads = _other_threads(worker.proc.pid)
+    assert threads, "the worker runs its reader and its tasks on threads of their own"
+    os.kill(threads[-1], signal.SIGTERM)
+    assert exit_seconds(worker) < 5
+    assert exited.read_text() == "around_app exited"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc to see a process")
+def test_sigterm_ends_the_subprocesses_a_task_left_when_the_worker_leads_its_group(
+    start_worker: Any, tmp_path: Path
+) -> None:
+    worker = start_worker(ttl=0, own_session=True)
+
+    def start_a_sleeper() -> int:
+        import subprocess
+
+        return subprocess.Popen(["sleep", "300"]).pid
+
+    frame = worker.run(start_a_sleeper)
+    assert frame.kind is Kind.RESULT
+    sleeper = frame.payload
+    assert _alive(sleeper)
+    worker.proc.send_signal(signal.SIGTERM)
+    assert exit_seconds(worker) < 5
+    deadline = time.monotonic() + 5
+    while _alive(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(sleeper)
