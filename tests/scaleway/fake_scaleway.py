@@ -145,6 +145,9 @@ class FakeScaleway(FakeCloud):
                 web.delete(base + "/servers/{id}", self._delete),
                 web.patch(base + "/servers/{id}/user_data/{key}", self._set_user_data),
                 web.post(base + "/servers/{id}/action", self._action),
+                web.get("/block/v1/zones/{zone}/volumes", self._list_volumes),
+                web.get("/block/v1/zones/{zone}/volumes/{id}", self._get_volume),
+                web.patch("/block/v1/zones/{zone}/volumes/{id}", self._update_volume),
                 web.delete("/block/v1/zones/{zone}/volumes/{id}", self._delete_volume),
             ]
         )
@@ -247,7 +250,10 @@ class FakeScaleway(FakeCloud):
             return error("out_of_stock", "server is out of stock", 409, resource="server")
         server_id, volume_id = str(uuid.uuid4()), str(uuid.uuid4())
         group = self.groups[body["security_group"]]
-        self.volumes[volume_id] = {"id": volume_id, "zone": zone, "server": server_id}
+        self.volumes[volume_id] = {
+            "id": volume_id, "zone": zone, "server": server_id, "name": f"vol-{body['name']}",
+            "tags": [], "project": self.project, "created_at": "2026-11-29T10:00:00+00:00",
+        }
         boot = {"id": volume_id, "volume_type": "sbs_volume", "boot": True, "zone": zone, "size": 20 * GIB}
         row = {
             "id": server_id,
@@ -330,6 +336,53 @@ class FakeScaleway(FakeCloud):
         for volume in self.volumes.values():
             if volume["server"] == server_id:
                 volume["server"] = None
+                volume["last_detached_at"] = "2026-11-29T11:00:00+00:00"
+
+    def _volume_json(self, volume: dict[str, Any]) -> dict[str, Any]:
+        """A volume as Block Storage v1 answers it: `in_use` with a reference to its server while
+        attached, `available` with none once detached."""
+        server = volume.get("server")
+        references = [] if server is None else [{
+            "id": f"ref-{volume['id']}", "product_resource_type": "instance_server",
+            "product_resource_id": server, "type": "exclusive", "status": "attached",
+        }]  # fmt: skip
+        return {
+            "id": volume["id"], "name": volume.get("name", ""), "type": "sbs_5k", "size": 20 * GIB,
+            "project_id": volume.get("project", self.project), "zone": volume["zone"],
+            "tags": volume.get("tags", []), "references": references,
+            "status": "available" if server is None else "in_use",
+            "created_at": volume.get("created_at"), "last_detached_at": volume.get("last_detached_at"),
+        }  # fmt: skip
+
+    async def _list_volumes(self, request: web.Request) -> web.Response:
+        """`GET /block/v1/zones/{zone}/volumes`: `tags` (every one given), `name`, `project_id`
+        filters; `page`/`page_size` pages, with `total_count` in the body as Block Storage sends it."""
+        zone, query = request.match_info["zone"], request.query
+        rows = [self._volume_json(v) for v in self.volumes.values() if v["zone"] == zone]
+        if query.getall("tags", []):
+            rows = [v for v in rows if set(query.getall("tags")) <= set(v["tags"])]
+        if query.get("name"):
+            rows = [v for v in rows if query["name"] in v["name"]]
+        if query.get("project_id"):
+            rows = [v for v in rows if v["project_id"] == query["project_id"]]
+        size = min(int(query.get("page_size") or 50), 100, self.page_size)
+        page = int(query.get("page") or 1)
+        return web.json_response({"volumes": rows[(page - 1) * size : page * size], "total_count": len(rows)})
+
+    async def _get_volume(self, request: web.Request) -> web.Response:
+        volume = self.volumes.get(request.match_info["id"])
+        return not_found("volume") if volume is None else web.json_response(self._volume_json(volume))
+
+    async def _update_volume(self, request: web.Request) -> web.Response:
+        volume = self.volumes.get(request.match_info["id"])
+        if volume is None:
+            return not_found("volume")
+        body = await request.json()
+        unknown = set(body) - {"name", "size", "tags", "perf_iops"}
+        if unknown:
+            return invalid(f"unknown fields {sorted(unknown)}")
+        volume.update({k: body[k] for k in ("name", "tags") if body.get(k) is not None})
+        return web.json_response(self._volume_json(volume))
 
     async def _delete_volume(self, request: web.Request) -> web.Response:
         volume = self.volumes.get(request.match_info["id"])

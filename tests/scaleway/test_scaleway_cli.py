@@ -91,6 +91,34 @@ def test_down_pool_terminates_that_pools_servers_and_deletes_their_volumes_and_s
     scaleway_api.volumes.pop("vol-srv-c")
 
 
+def test_a_boot_volume_its_server_left_when_its_guardian_terminated_it_is_listed_and_deleted_by_down(
+    sky: Sky, scaleway_api: FakeScaleway
+) -> None:
+    # What a server's own termination leaves (test_scaleway_guardian): no server, its boot volume
+    # detached, named for the server and tagged at creation; beside it, a detached volume of
+    # someone else's with the same name but no tag, and an attached one of a live server.
+    scaleway_api.volumes["vol-left"] = {
+        "id": "vol-left", "zone": "fr-par-2", "server": None, "name": "skyward-gone1-0",
+        "tags": ["skyward"], "project": PROJECT, "created_at": "2026-11-25T10:00:00+00:00",
+        "last_detached_at": "2026-11-25T12:00:00+00:00",
+    }  # fmt: skip
+    scaleway_api.volumes["vol-theirs"] = {"id": "vol-theirs", "zone": "fr-par-2", "server": None,
+                                          "name": "skyward-gone1-1", "tags": [], "project": PROJECT}
+    leftover(scaleway_api, "live1", 0, "srv-live")
+    scaleway_api.volumes["vol-srv-live"] |= {"name": "skyward-live1-0", "tags": ["skyward"]}
+    listed = {m["id"]: m for m in sky.json("ls", "--provider", "scaleway")["machines"]}
+    assert sorted(listed) == ["fr-par-2/srv-live", "fr-par-2/volume/vol-left"]
+    volume = listed["fr-par-2/volume/vol-left"]
+    assert (volume["pool"], volume["node"], volume["state"], volume["expired"]) == ("gone1", 0, "detached", True)
+    done = sky("down", "--expired", "--yes", "--provider", "scaleway")
+    assert done.returncode == 0, done.stderr
+    assert sorted(scaleway_api.volumes) == ["vol-srv-live", "vol-theirs"], "only the leftover volume deleted"
+    assert scaleway_api.terminated == [], "a live server is not expired"
+    for name in ("srv-live",):
+        scaleway_api.servers.pop(name)
+    scaleway_api.volumes.clear()
+
+
 def test_offers_and_providers_check_read_the_project_with_the_environments_credentials(
     sky: Sky, scaleway_api: FakeScaleway
 ) -> None:

@@ -40,8 +40,9 @@ def test_a_server_whose_client_was_killed_mid_task_terminates_itself_with_the_gu
     assert time.monotonic() - killed >= TTL / 2, "terminated by the guardian's lapse, not at once"
     assert GUARDIAN_KEY in scaleway_api.tokens_seen
     (volume,) = scaleway_api.volumes.values()
-    assert volume["server"] is None, (
-        "its boot volume outlives it, detached (sky down or the console deletes it)"
+    assert volume["server"] is None, "its boot volume outlives it, detached"
+    assert (volume["name"], volume["tags"]) == (scaleway_api.creates[-1]["name"], ["skyward"]), (
+        "named and tagged at creation, so sky ls and sky down find it without its server"
     )
     scaleway_api.groups.clear()  # what the killed client's teardown would have removed (`sky down` does too)
     scaleway_api.volumes.clear()

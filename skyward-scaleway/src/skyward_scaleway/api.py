@@ -10,8 +10,10 @@ waits on a socket. Endpoints (`{api_url}/instance/v1/zones/{zone}`, `X-Auth-Toke
 - `POST /servers` (created stopped), `PATCH /servers/{id}/user_data/cloud-init`,
   `POST /servers/{id}/action` (`poweron`, `terminate`), `GET /servers?tags=&name=`,
   `GET /servers/{id}`, `DELETE /servers/{id}` (a server never powered on);
-- `DELETE /block/v1/zones/{zone}/volumes/{id}`: a server's Block Storage volume, which neither
-  `terminate` nor `DELETE /servers/{id}` deletes (they detach it, and it bills on).
+- `PATCH|GET|DELETE /block/v1/zones/{zone}/volumes/{id}`, `GET /block/v1/zones/{zone}/volumes?tags=`:
+  a server's Block Storage volume, which neither `terminate` nor `DELETE /servers/{id}` deletes
+  (they detach it, and it bills on). It is given the server's name and Skyward's tag at creation,
+  so one left by a server that terminated itself is still found without the server.
 
 Errors arrive as `{"type": "...", "message": "..."}`: a refused key (401, 403) is a
 `ProvisionError` naming the credentials; `out_of_stock` (a type the zone has none of now) is a
@@ -247,6 +249,32 @@ class ScalewayAPI:
         return list(answer or [])
 
     # -- block volumes -----------------------------------------------------------------------------
+
+    async def mark_volume(self, zone: str, volume_id: str, name: str) -> None:
+        """Give a server's volume the server's name and Skyward's tag: when the server's guardian
+        terminates it, the volume stays, detached, and only its own name says whose it was."""
+        await self._call(
+            f"tag block volume {volume_id}",
+            lambda: self.block.update_volume(zone=zone, volume_id=volume_id, name=name, tags=[TAG]),
+        )
+
+    async def volumes(self, zone: str) -> list[Any]:
+        """The project's Block Storage volumes that carry Skyward's tag, attached or not."""
+        answer = await self._call(
+            "list block volumes",
+            lambda: self.block.list_volumes_all(
+                zone=zone, include_deleted=False, tags=[TAG], project_id=self.project
+            ),
+        )
+        return list(answer or [])
+
+    async def volume(self, zone: str, volume_id: str) -> Any | None:
+        """One volume, None once deleted."""
+        return await self._call(
+            f"read block volume {volume_id}",
+            lambda: self.block.get_volume(zone=zone, volume_id=volume_id),
+            gone_ok=True,
+        )
 
     async def delete_volume(self, zone: str, volume_id: str) -> None:
         """Delete a detached Block Storage volume; one gone already is fine (refused while in use)."""

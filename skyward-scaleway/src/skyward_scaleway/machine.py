@@ -61,8 +61,9 @@ def end_command(api_url: str, zone: str, name: str, tag: str) -> str:
     """What the node's guardian runs when the pool's lease lapses: the server terminates itself
     (`POST /servers/{id}/action`), found by its name and tag, with the key the user data kept.
     Its Block Storage boot volume outlives it, detached (a volume in use cannot be deleted, and
-    the program ends with the server): `sky down` or the console deletes it. Python's standard
-    library only: Scaleway's Ubuntu images have python3."""
+    the program ends with the server): it carries the server's name and Skyward's tag, so `sky ls`
+    lists it and `sky down` deletes it. Python's standard library only: Scaleway's Ubuntu images
+    have python3."""
     return vm_boot.end_command(_END, api_url, zone, name, tag)
 
 

@@ -8,8 +8,8 @@ may use (inbound dropped but SSH from this client's address); `launch` creates o
 (`machine`) and powers it on, trying the offers (type, zone) cheapest first and falling over to
 the next when Scaleway answers `out_of_stock`; `refresh` hands a server over once it runs and its
 sshd presents the pool's host key; `destroy` terminates servers, waits until Scaleway no longer
-lists them and deletes their Block Storage volumes (which `terminate` only detaches);
-`release` deletes the security groups. An Instance id is `<zone>/<server id>`: the API
+lists them and deletes their Block Storage volumes (which `terminate` only detaches, and which
+carry their server's name and Skyward's tag from its creation, for the sweep); `release` deletes the security groups. An Instance id is `<zone>/<server id>`: the API
 is zonal. A server whose client is gone is terminated by the node's guardian.
 """
 
@@ -143,6 +143,8 @@ class ScalewayProvider(RentedCloud):
             dynamic_ip_required=True,
         )
         try:
+            for volume in block_volumes(server):
+                await self.api.mark_volume(zone, volume, name)
             guardian = self.boot_guardian(cluster, node, end_command(self.config.url, zone, name, TAG))
             await self.api.set_cloud_init(
                 zone, server.id, user_data(self.access, self.guardian_key, guardian)

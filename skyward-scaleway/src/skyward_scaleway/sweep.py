@@ -5,7 +5,10 @@ A server is Skyward's when it carries the `skyward` tag and its name is `skyward
 (`machine.server_name`); the listing asks Scaleway for the tag in each zone (`$SCW_DEFAULT_ZONE`,
 else every GPU zone), and nothing else is listed or ended; `end` reads each server back by id just
 before terminating it, and deletes its Block Storage volumes once it is gone (`terminate` only
-detaches them). A pool also leaves its security group (named `skyward-<pool>`): once a pool
+detaches them). A server its own guardian terminated leaves its boot volume detached, billing,
+with no server to find it by: the volume carries the server's name and the tag (given at
+creation), so it is listed too, as a row of its own (`<zone>/volume/<id>`, state `detached`, its
+lease lapsed: nothing will use it again), and `sky down` (`--expired` included) deletes it. A pool also leaves its security group (named `skyward-<pool>`): once a pool
 has no server left, `end` deletes it too. The credentials are the environment's or the CLI
 profile's; `$SCW_API_URL` points the command at another endpoint. No expiry lease is written.
 """
@@ -30,6 +33,30 @@ from skyward_scaleway.provider import zone_of
 #: How often, and how many times, `end` reads a terminated server back before deleting its volumes.
 GONE_WAIT = 2.0
 GONE_READS = 60
+
+
+#: The part of a listed row's id that marks a detached volume, not a server.
+VOLUME = "volume/"
+
+
+def volume_row(zone: str, volume: Any) -> Row:
+    """A detached Skyward volume as the sweeper reads it (its id `<zone>/volume/<volume id>`)."""
+    size = int(getattr(volume, "size", 0) or 0) // 10**9
+    return {
+        "id": f"{zone}/{VOLUME}{volume.id}",
+        "name": volume.name,
+        "tags": list(volume.tags or []),
+        "state": "detached",
+        "commercial_type": f"block volume, {size} GB",
+        "zone": zone,
+        "creation_date": volume.created_at,
+        "detached_at": volume.last_detached_at or volume.created_at,
+    }
+
+
+def detached(volume: Any) -> bool:
+    """Whether a volume is attached to nothing (a server's own termination leaves it so)."""
+    return not volume.references and str(volume.status) == "available"
 
 
 def row_of(zone: str, server: Any) -> Row:
@@ -66,17 +93,27 @@ class ScalewaySweeper(NamedSweeper):
         return named_pool(self.prefix, (row or {}).get(self.name_field))
 
     async def rows(self, api: Any) -> list[Row]:
-        return [row_of(zone, server) for zone in zones() for server in await api.servers(zone)]
+        rows: list[Row] = []
+        for zone in zones():
+            rows += [row_of(zone, server) for server in await api.servers(zone)]
+            rows += [volume_row(zone, volume) for volume in await api.volumes(zone) if detached(volume)]
+        return rows
 
     async def row(self, api: Any, machine_id: str) -> Row | None:
         zone, server_id = zone_of(machine_id)
+        if server_id.startswith(VOLUME):
+            volume = await api.volume(zone, server_id.removeprefix(VOLUME))
+            return None if volume is None or not detached(volume) else volume_row(zone, volume)
         server = await api.server(zone, server_id)
         return None if server is None else row_of(zone, server)
 
     async def delete(self, api: Any, machine_id: str) -> object:
         """Terminate the server, then, once Scaleway no longer lists it, delete the Block Storage
-        volumes `terminate` only detached (they would bill on)."""
+        volumes `terminate` only detached (they would bill on); a detached volume listed on its
+        own is deleted."""
         zone, server_id = zone_of(machine_id)
+        if server_id.startswith(VOLUME):
+            return await api.delete_volume(zone, server_id.removeprefix(VOLUME))
         server = await api.server(zone, server_id)
         volumes = block_volumes(server) if server is not None else []
         await api.action(zone, server_id, "terminate", gone_ok=True)
@@ -111,6 +148,7 @@ class ScalewaySweeper(NamedSweeper):
             state=str(row.get("state") or "?"),
             launched_at=row.get("creation_date"),
             hourly_price=None,
+            lease_expires=row.get("detached_at"),  # a leftover volume: nothing will use it again
         )
 
     async def leftover_resources(self, api: Any, pools: Collection[str]) -> list[Ended]:
