@@ -28,6 +28,11 @@ bash scripts/install.sh -r requirements-test.txt
 # guardians and worker start-up rather than compute, so more workers than cores pays; worksteal
 # evens out the long modules. SKYWARD_TEST_WORKERS=0 runs everything in this one process.
 workers="${SKYWARD_TEST_WORKERS:-4}"
+# The suite starts thousands of Python processes (workers, keepers, guardians, `sky`, pools' scripts):
+# each would compile every skyward module it imports where bytecode may not be written (some
+# images set PYTHONDONTWRITEBYTECODE), so the checkout is compiled once here and bytecode is kept.
+unset PYTHONDONTWRITEBYTECODE
+python3 -m compileall -q -j 0 skyward-*/src tests benchmarks > /dev/null
 python3 -m pytest tests -n "$workers" --dist worksteal --durations=25 "$@"
 # The fast paths on private internals (skyward/fastpaths) each have a public fallback: the tests that
 # drive the client's loop (operators, maps, streams, timeouts, failures) and the SSH path run again

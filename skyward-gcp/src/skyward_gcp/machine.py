@@ -26,7 +26,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from skyward.providers import vm_boot
-from skyward.providers.cloud import HOST_KEY_VARIABLE
+from skyward.providers.access import HOST_KEY_VARIABLE
 from skyward.providers.naming import machine_name, parse_machine_name
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ import base64
 import shlex
 from typing import TYPE_CHECKING
 
-from skyward.providers.cloud import HOST_KEY_VARIABLE
+from skyward.providers.access import HOST_KEY_VARIABLE
 from skyward.providers.naming import machine_name
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from skyward.providers.cloud import HOST_KEY_VARIABLE
+from skyward.providers.access import HOST_KEY_VARIABLE
 from skyward.providers.naming import machine_name
 
 if TYPE_CHECKING:

@@ -52,6 +52,12 @@ for row in (call("GET", "?" + query) or {}).get("servers") or []:
 """
 
 
+def zone_of(instance_id: str) -> tuple[str, str]:
+    """(zone, server id) of an Instance id `<zone>/<server id>`: the API is zonal."""
+    zone, _, server = instance_id.partition("/")
+    return zone, server
+
+
 def server_name(pool_id: str, node: int) -> str:
     """The server's name and hostname; lower case, as hostnames are (pool ids are anyway)."""
     return machine_name(pool_id, node).lower()

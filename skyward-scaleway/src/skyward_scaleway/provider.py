@@ -32,7 +32,7 @@ from skyward.providers.rest import delete_retrying
 from skyward.providers.ssh import head_port
 from skyward_scaleway.account import TAG, resolve
 from skyward_scaleway.api import LOGGER, ScalewayAPI, block_volumes
-from skyward_scaleway.machine import end_command, server_name, user_data
+from skyward_scaleway.machine import end_command, server_name, user_data, zone_of
 from skyward_scaleway.offers import rentals, types_for
 
 if TYPE_CHECKING:
@@ -43,12 +43,6 @@ if TYPE_CHECKING:
 #: How long a running server may answer with its image's host key before it is handed over (and
 #: then refused by the pinned check): cloud-init restarts sshd with ours within seconds.
 GRACE = HOST_KEY_GRACE
-
-
-def zone_of(instance_id: str) -> tuple[str, str]:
-    """(zone, server id) of an Instance id `<zone>/<server id>`."""
-    zone, _, server = instance_id.partition("/")
-    return zone, server
 
 
 def address_of(server: Any) -> str:

@@ -27,8 +27,7 @@ from skyward.providers.rest import delete_retrying
 from skyward.providers.sweep import Ended, Machine, named_pool
 from skyward_scaleway.account import TAG, locate, zones
 from skyward_scaleway.api import block_volumes
-from skyward_scaleway.machine import NAME_PREFIX
-from skyward_scaleway.provider import zone_of
+from skyward_scaleway.machine import NAME_PREFIX, zone_of
 
 #: How often, and how many times, `end` reads a terminated server back before deleting its volumes.
 GONE_WAIT = 2.0

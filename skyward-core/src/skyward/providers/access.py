@@ -15,7 +15,6 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import asyncssh
 import attrs
 
 from skyward.observe.logging import register_secret
@@ -42,6 +41,8 @@ class MachineAccess:
 
     @classmethod
     def create(cls, login_key: str) -> MachineAccess:
+        import asyncssh  # here, not at the top: `sky ls` reaches this module and never makes a key
+
         key = asyncssh.generate_private_key("ssh-ed25519", comment="skyward host")
         private = key.export_private_key().decode()
         access = cls(login_key, private, key.export_public_key().decode().strip())

@@ -22,11 +22,11 @@ import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from skyward.providers.cloud import HOST_KEY_VARIABLE
+from skyward.providers.access import HOST_KEY_VARIABLE
 
 if TYPE_CHECKING:
     from skyward.guardian.boot import BootGuardian
-    from skyward.providers.cloud import MachineAccess
+    from skyward.providers.access import MachineAccess
 
 #: The shell word for the home folder the script writes to and the guardian's login will use.
 HOME = '"${HOME:-/root}"'
