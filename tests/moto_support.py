@@ -4,22 +4,45 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 
 @contextlib.contextmanager
 def moto_server() -> Iterator[str]:
-    """A `ThreadedMotoServer` on a free loopback port for the block's length; yields its URL."""
-    from moto.server import ThreadedMotoServer
+    """moto's server on a free loopback port for the block's length; yields its URL.
+
+    Connections are served on threads, as `ThreadedMotoServer` serves them, but requests are
+    handled one at a time: moto's backends are not safe for concurrent requests (two RunInstances
+    at once on one subnet share its address generator and one fails with a 500, "generator already
+    executing"), which EC2 itself never answers. A pool launches its nodes concurrently.
+    """
+    from moto.server import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
+    app = DomainDispatcherApplication(create_backend_app)
+    one_at_a_time = threading.Lock()
+
+    def serial(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        with one_at_a_time:
+            answer = app(environ, start_response)
+            try:
+                return list(answer)
+            finally:
+                close = getattr(answer, "close", None)
+                if close is not None:
+                    close()
+
+    server = make_server("127.0.0.1", 0, serial, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="moto-server", daemon=True)
+    thread.start()
     try:
-        yield f"http://{host}:{port}"
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
-        server.stop()
+        server.shutdown()
+        thread.join()
 
 
 def accelerated(instance_type: dict) -> bool:

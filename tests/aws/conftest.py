@@ -1,6 +1,6 @@
 """The AWS tests' cloud: moto's EC2 in server mode, with real sshd "machines" behind its instances.
 
-- `moto_url`: one `ThreadedMotoServer` on 127.0.0.1 for the session, reached with fake
+- `moto_url`: one moto server (`moto_support.moto_server`) on 127.0.0.1 for the session, reached with fake
   credentials (set here, restored after; no test reaches anything but loopback).
 - `proxy`: a small HTTP proxy in front of moto that can refuse spot launches with EC2's own
   `InsufficientInstanceCapacity` error (moto never runs out of capacity); everything else passes.
