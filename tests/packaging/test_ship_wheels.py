@@ -16,6 +16,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from skyward.bootstrap.wheels import local_wheels
 
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCAL_WHEELS = """
 import json, sys
 from pathlib import Path
+from typing import Any
 from skyward.bootstrap.wheels import local_wheels
 from skyward.errors import ConfigurationError
 try:
@@ -259,3 +261,28 @@ def test_a_pool_whose_skyward_cannot_be_shipped_fails_before_asking_for_a_machin
     first, *message = result.stdout.splitlines()
     assert first.split()[0] == "ConfigurationError", result.stdout
     assert "skyward-ghost 0.2.dev1: it is an editable install of" in "\n".join(message)
+
+
+def test_a_sources_pyproject_is_parsed_once_while_unchanged_and_again_once_edited(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # Every pool start asks which packages each distribution ships; parsing 17 pyproject.toml
+    # files again was most of a warm start's client-side work.
+    import tomllib
+
+    from skyward.bootstrap import wheels
+
+    source = tmp_path / "dist"
+    (source / "src" / "alpha").mkdir(parents=True)
+    (source / "src" / "beta").mkdir(parents=True)
+    pyproject = source / "pyproject.toml"
+    pyproject.write_text('[tool.hatch.build.targets.wheel]\npackages = ["src/alpha"]\n')
+    parsed: list[str] = []
+    loads = tomllib.loads
+    monkeypatch.setattr(tomllib, "loads", lambda text: parsed.append(text) or loads(text))
+    assert wheels._packages(source) == [source / "src" / "alpha"]
+    assert wheels._packages(source) == [source / "src" / "alpha"]
+    assert len(parsed) == 1
+    pyproject.write_text('[tool.hatch.build.targets.wheel]\npackages = ["src/alpha", "src/beta"]\n')
+    assert wheels._packages(source) == [source / "src" / "alpha", source / "src" / "beta"]
+    assert len(parsed) == 2

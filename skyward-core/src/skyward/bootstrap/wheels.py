@@ -96,6 +96,33 @@ class Shipment:
         return wheel_filename(self.name, self.version)
 
 
+#: What a file parsed to, by path, while its modification time and size stay the same: every pool
+#: start reads the installed distributions' METADATA and their sources' pyproject.toml again
+#: (about 20 ms of a warm start's critical path), where one `stat` each tells they did not change.
+_parsed: dict[Path, tuple[tuple[int, int], Any]] = {}
+
+
+def _by_stat(path: Path, parse: Any) -> Any:
+    """`parse(path)`, remembered until the file's mtime or size changes; OSError as `parse` raises it."""
+    stat = path.stat()
+    key = (stat.st_mtime_ns, stat.st_size)
+    known = _parsed.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    value = parse(path)
+    _parsed[path] = (key, value)
+    return value
+
+
+def _name_version(dist: importlib.metadata.Distribution) -> tuple[str, str]:
+    """(Name, Version) of `dist` from its METADATA, parsed once while the file is unchanged."""
+    folder = getattr(dist, "_path", None)  # a PathDistribution's dist-info folder
+    if isinstance(folder, Path):
+        with contextlib.suppress(OSError):
+            return _by_stat(folder / "METADATA", lambda _: (dist.metadata["Name"] or "", dist.version))
+    return dist.metadata["Name"] or "", dist.version
+
+
 def _skyward_dists() -> dict[str, importlib.metadata.Distribution]:
     """Installed `skyward-*` distributions by normalized name, skyward-core first (first on sys.path wins)."""
     found: dict[str, importlib.metadata.Distribution] = {}
@@ -106,7 +133,7 @@ def _skyward_dists() -> dict[str, importlib.metadata.Distribution]:
         if folder and not folder.startswith("skyward-"):
             continue
         try:
-            name = normalize(dist.metadata["Name"] or "")
+            name = normalize(_name_version(dist)[0])
         except KeyError:  # a broken installation without a name
             continue
         if name.startswith("skyward-") and name not in found:
@@ -116,7 +143,7 @@ def _skyward_dists() -> dict[str, importlib.metadata.Distribution]:
 
 def installed_skyward() -> dict[str, str]:
     """`{normalized name: version}` of the installed skyward distributions, skyward-core first."""
-    return {name: dist.version for name, dist in _skyward_dists().items()}
+    return {name: _name_version(dist)[1] for name, dist in _skyward_dists().items()}
 
 
 def is_release(version: str) -> bool:
@@ -193,14 +220,23 @@ def _packages(source: Path) -> list[Path]:
     """The package folders a wheel of `source` holds: hatch's `[tool.hatch.build.targets.wheel]
     packages` (every distribution here lists `src/<pkg>`), else each `src/<pkg>/` with an `__init__.py`."""
     try:
-        config = tomllib.loads((source / "pyproject.toml").read_text())
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        config = {}
+        listed = _by_stat(source / "pyproject.toml", _listed_packages)
+    except OSError:
+        listed = None
+    if listed:
+        return [source / package for package in listed]
+    return sorted(init.parent for init in (source / "src").glob("*/__init__.py"))
+
+
+def _listed_packages(pyproject: Path) -> tuple[str, ...] | None:
+    """The wheel's `packages` a pyproject.toml lists for hatch, None when it lists none."""
+    try:
+        config = tomllib.loads(pyproject.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
     wheel = config.get("tool", {}).get("hatch", {}).get("build", {}).get("targets", {}).get("wheel", {})
     listed = wheel.get("packages") if isinstance(wheel, dict) else None
-    if isinstance(listed, list) and listed:
-        return [source / str(package) for package in listed]
-    return sorted(init.parent for init in (source / "src").glob("*/__init__.py"))
+    return tuple(str(package) for package in listed) if isinstance(listed, list) and listed else None
 
 
 def _installed_files(dist: importlib.metadata.Distribution) -> tuple[list[Any], list[Any]]:
@@ -219,7 +255,7 @@ def _installed_files(dist: importlib.metadata.Distribution) -> tuple[list[Any], 
 
 
 def _ship(name: str, dist: importlib.metadata.Distribution) -> Shipment:
-    version = dist.version
+    version = _name_version(dist)[1]
     archive = _archive(dist)
     if archive is not None:
         return Shipment(name, version, WHEEL_FILE, archive)
