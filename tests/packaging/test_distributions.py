@@ -80,3 +80,16 @@ def test_loading_every_installed_sweeper_imports_no_ssh_transport() -> None:
     count, imported = out.split()
     assert int(count) >= 14, out  # every cloud package of this checkout answers
     assert imported == "False"
+
+
+def test_a_worker_process_starts_without_asyncio_or_the_client() -> None:
+    # `python -m skyward.worker` is on every pool start's critical path, after the round trips:
+    # asyncio alone was 25 ms of it (through the relay's folder name).
+    code = (
+        "import sys, skyward.worker.main; "
+        "heavy = [m for m in ('asyncio', 'asyncssh', 'structlog', 'rich', 'skyward.client.pool') "
+        "if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == ""

@@ -32,9 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: The folder, inside the node folder (the worker's working directory), where relayed blobs land
-#: (the worker adopts them from there: `skyward.worker.blobs`).
-BLOB_DIR = ".skyward-blobs"
+from skyward.worker.blobs import BLOB_DIR
+
 
 #: The header's length prefix.
 LENGTH = struct.Struct("<I")
