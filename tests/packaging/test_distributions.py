@@ -93,3 +93,29 @@ def test_a_worker_process_starts_without_asyncio_or_the_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == ""
+
+
+def test_the_nodes_keeper_starts_without_the_wire_format_or_the_decorator() -> None:
+    # The keeper starts before the worker on every pool start: it carries bytes and needs neither
+    # lz4 and cloudpickle (the wire format) nor attrs (the decorator's records).
+    code = (
+        "import sys, skyward._keeper; "
+        "heavy = [m for m in ('lz4', 'cloudpickle', 'attrs', 'skyward.function', 'skyward.wire') "
+        "if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == ""
+
+
+def test_sky_function_stays_the_decorator_once_its_submodule_is_imported() -> None:
+    code = (
+        "import skyward as sky, skyward.function, cloudpickle; "
+        "from skyward.function import RemoteFunction; "
+        "assert sky.function is sky.compute and callable(sky.function); "
+        "assert isinstance(sky.function(lambda: 1), RemoteFunction); "
+        "task = lambda: sky.__name__; "  # a task that uses `sky` ships it by name
+        "print(cloudpickle.loads(cloudpickle.dumps(task))())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "skyward", out.stderr

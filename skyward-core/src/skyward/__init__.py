@@ -19,24 +19,42 @@ This module is the whole public surface; everything else may change.
 from __future__ import annotations
 
 import builtins
+import copyreg
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-# The public names resolve on first use (PEP 562), so `python -m skyward.worker`, which imports
-# this package first, does not pay for the client (asyncio, structlog, rich, the event classes):
-# a worker starts in a fraction of the time. `function` is imported here because the submodule of
-# the same name would otherwise replace the decorator as an attribute once something imports it.
+# The public names resolve on first use (PEP 562), so `python -m skyward.worker` and the node's
+# keeper, which import this package first, pay for none of the client (asyncio, structlog, rich,
+# the event classes) nor the decorator's attrs and cloudpickle: a node's process starts in a
+# fraction of the time.
 from skyward._version import __version__ as __version__
 
-try:
-    from skyward.function import PendingFunction, PendingFunctionGroup, RemoteFunction, function, gather
-except Exception:  # an import error; on a node, the worker's start is the environment's import check
-    from skyward._environment_mark import unmark_environment
 
-    unmark_environment()
-    raise
+class _Package(types.ModuleType):
+    """This package's module type: `sky.function` stays the decorator. Importing the submodule
+    of the same name (`skyward.function`) would otherwise bind the module over it, as the import
+    system binds every submodule on its package; that binding is dropped, and `__getattr__`
+    answers the decorator."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "function" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+def _import_again(package: _Package) -> tuple[Any, tuple[str]]:
+    """A task that uses `sky` ships it as cloudpickle ships any module: by name, imported again
+    on the worker (cloudpickle knows `ModuleType` itself, not its subclasses)."""
+    return importlib.import_module, (package.__name__,)
+
+
+copyreg.pickle(_Package, _import_again)
+sys.modules[__name__].__class__ = _Package
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "skyward.function": ("PendingFunction", "PendingFunctionGroup", "RemoteFunction", "function", "gather"),
     "skyward.client.planning": ("plan",),
     "skyward.client.pool": ("Pool",),
     "skyward.client.session": ("MultiPool", "Session", "pool"),
@@ -81,10 +99,9 @@ _MODULES = ("accelerators", "containers", "metrics", "plugins", "storage", "time
 #: Other names for the same objects: the newer `Compute` and the older names kept as aliases.
 _ALIASES = {
     "Compute": "Pool", "ComputePool": "Pool", "PendingCompute": "PendingFunction", "Metrics": "Metric",
+    "compute": "function",  # the older name of the decorator
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-
-compute = function  # the older name of the decorator
 
 if TYPE_CHECKING:
     from skyward import accelerators, containers, metrics, plugins, storage
@@ -118,6 +135,7 @@ if TYPE_CHECKING:
         TaskProcessError,
     )
     from skyward.extension.plugin import Plugin
+    from skyward.function import PendingFunction, PendingFunctionGroup, RemoteFunction, function, gather
     from skyward.health import HealthChecker
     from skyward.image import DEFAULT_IMAGE, Image, PipIndex
     from skyward.market.api import offers, offers_async
@@ -168,6 +186,7 @@ if TYPE_CHECKING:
     ComputePool = Pool
     PendingCompute = PendingFunction
     Metrics = Metric
+    compute = function
 
 
 

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from skyward.worker.blobs import BLOB_DIR
+from skyward.transport.blob_folder import BLOB_DIR
 
 
 #: The header's length prefix.

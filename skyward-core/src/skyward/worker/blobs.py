@@ -29,11 +29,7 @@ from typing import Any
 import attrs
 
 from skyward.messages import TaskMessage
-
-#: The folder, inside the node folder (the worker's working directory), where relayed blobs land
-#: (`skyward.transport.blob_relay` writes them there; the worker adopts them). Here rather than in
-#: the relay's module, which imports asyncio: a worker's start would pay 25 ms for one name.
-BLOB_DIR = ".skyward-blobs"
+from skyward.transport.blob_folder import BLOB_DIR
 
 #: A BLOB frame's id: the blob itself, or the control frame (keys to drop, keys to adopt).
 BLOB_DATA = 0
