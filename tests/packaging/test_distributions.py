@@ -32,15 +32,16 @@ def test_distribution_builds_a_wheel_with_its_entry_point(name: str, tmp_path: P
     assert f"{package}/py.typed" in names
 
 
-def test_importing_skyward_imports_no_framework_or_cloud_sdk() -> None:
-    code = (
-        "import sys, skyward as sky; "
-        "heavy = [m for m in ('torch', 'jax', 'boto3', 'sklearn', 'vastai', 'asyncssh', 'numpy') "
-        "if m in sys.modules]; "
-        "print(','.join(heavy))"
-    )
+def imported_after(statement: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of `modules` a fresh interpreter holds once it ran `statement`."""
+    code = f"import sys; {statement}; print(','.join(m for m in {modules!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert out.strip() == ""
+    return [m for m in out.strip().split(",") if m]
+
+
+def test_importing_skyward_imports_no_framework_or_cloud_sdk() -> None:
+    heavy = ("torch", "jax", "boto3", "sklearn", "vastai", "asyncssh", "numpy")
+    assert imported_after("import skyward as sky", heavy) == []
 
 
 def test_core_wheel_installs_alone_into_a_fresh_venv(
@@ -72,40 +73,23 @@ def test_core_wheel_installs_alone_into_a_fresh_venv(
 def test_loading_every_installed_sweeper_imports_no_ssh_transport() -> None:
     # What `sky ls` and `sky down` load before they list anything: a cloud's sweep reaching the
     # SSH transport (asyncssh) cost every `sky` command 140-300 ms.
-    code = (
-        "import sys; from skyward.cli.sweep import sweepers; found = sweepers(None); "
-        "print(len(found), 'asyncssh' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    count, imported = out.split()
-    assert int(count) >= 14, out  # every cloud package of this checkout answers
-    assert imported == "False"
+    # (Every cloud package of this checkout answers: 14 sweepers at least.)
+    loading = "from skyward.cli.sweep import sweepers; assert len(sweepers(None)) >= 14"
+    assert imported_after(loading, ("asyncssh",)) == []
 
 
 def test_a_worker_process_starts_without_asyncio_or_the_client() -> None:
     # `python -m skyward.worker` is on every pool start's critical path, after the round trips:
     # asyncio alone was 25 ms of it (through the relay's folder name).
-    code = (
-        "import sys, skyward.worker.main; "
-        "heavy = [m for m in ('asyncio', 'asyncssh', 'structlog', 'rich', 'skyward.client.pool') "
-        "if m in sys.modules]; "
-        "print(','.join(heavy))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert out.strip() == ""
+    heavy = ("asyncio", "asyncssh", "structlog", "rich", "skyward.client.pool")
+    assert imported_after("import skyward.worker.main", heavy) == []
 
 
 def test_the_nodes_keeper_starts_without_the_wire_format_or_the_decorator() -> None:
     # The keeper starts before the worker on every pool start: it carries bytes and needs neither
     # lz4 and cloudpickle (the wire format) nor attrs (the decorator's records).
-    code = (
-        "import sys, skyward._keeper; "
-        "heavy = [m for m in ('lz4', 'cloudpickle', 'attrs', 'skyward.function', 'skyward.wire') "
-        "if m in sys.modules]; "
-        "print(','.join(heavy))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert out.strip() == ""
+    heavy = ("lz4", "cloudpickle", "attrs", "skyward.function", "skyward.wire")
+    assert imported_after("import skyward._keeper", heavy) == []
 
 
 def test_sky_function_stays_the_decorator_once_its_submodule_is_imported() -> None:
