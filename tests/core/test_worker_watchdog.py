@@ -161,3 +161,28 @@ def test_sigterm_ends_the_subprocesses_a_task_left_when_the_worker_leads_its_gro
     while _alive(sleeper) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(sleeper)
+
+
+def test_a_sigterm_to_a_process_a_task_forked_leaves_the_worker_running() -> None:
+    # multiprocessing forks by default on Linux, and Pool.terminate() sends its children SIGTERM:
+    # the worker's own SIGTERM handling must not hear theirs.
+    @sky.function
+    def fork_and_terminate_a_child() -> int:
+        import multiprocessing
+        import time as _time
+
+        child = multiprocessing.get_context("fork").Process(target=_time.sleep, args=(30,))
+        child.start()
+        child.terminate()
+        child.join(10)
+        _time.sleep(0.5)  # the worker would be leaving by now
+        return os.getpid()
+
+    @sky.function
+    def pid() -> int:
+        return os.getpid()
+
+    with local_pool(1) as compute:
+        worker = fork_and_terminate_a_child() >> compute
+        time.sleep(0.5)
+        assert pid() >> compute == worker

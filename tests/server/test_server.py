@@ -194,9 +194,13 @@ def test_clients_find_the_server_through_the_environment(server: Server, tmp_pat
 
 
 def test_a_pool_unused_for_the_idle_timeout_is_ended(fresh: Server) -> None:
-    fresh.start("--idle-timeout", "2")
+    # 6 s: time for the next `sky` command to start and reach the pool on a loaded machine (with
+    # 2 s a slow CLI start found the pool ended before its run).
+    fresh.start("--idle-timeout", "6")
     assert fresh.sky("compute", "create", "idle", "--provider", "local").returncode == 0
-    worker = int(fresh.sky("compute", "run", "idle", script(fresh, "pid.py", PID_SCRIPT)).stdout.split()[1])
+    ran = fresh.sky("compute", "run", "idle", script(fresh, "pid.py", PID_SCRIPT))
+    assert ran.returncode == 0, ran.stderr
+    worker = int(ran.stdout.split()[1])
     assert fresh.request("GET", "/v1/pools/idle")[0] == 200  # still there right after a run
     deadline = time.monotonic() + 30
     while fresh.request("GET", "/v1/pools")[1]["pools"] and time.monotonic() < deadline:

@@ -105,12 +105,11 @@ def main() -> None:
 def _leave_on_sigterm(worker: Worker) -> None:
     """SIGTERM (a node's guardian ending the pool's work, see `skyward.guardian`) stops the tasks
     and leaves the plugins' `around_app` contexts, within `CLEANUP_GRACE`, then ends the worker
-    and its process group.
+    and its process group. The handler only starts a thread: the main thread may be in a task.
 
-    The kernel hands a process's signal to any of its threads, and Python runs a handler only
-    when the main thread next executes bytecode; this main thread sleeps until the channel
-    closes, so a SIGTERM caught by a reader thread would wait for ever. The handler's wakeup byte,
-    which whichever thread caught the signal writes, is read by a thread of its own instead.
+    Python runs the handler on the main thread, at its next bytecode, whichever thread the kernel
+    handed the signal to: the main thread waits for the channel's end in ticks for that reason
+    (`TaskThreads.wait`), so a SIGTERM caught by a reader thread is acted on within a tick.
     """
     started = threading.Lock()
 
@@ -124,19 +123,10 @@ def _leave_on_sigterm(worker: Worker) -> None:
         os._exit(0)
 
     def on_sigterm(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         threading.Thread(target=leave, name="skyward-sigterm", daemon=True).start()
 
-    wakeup_read, wakeup_write = os.pipe()
-    os.set_blocking(wakeup_write, False)  # what set_wakeup_fd asks: a signal handler never waits
-
-    def watch_wakeups() -> None:
-        while data := os.read(wakeup_read, 64):
-            if signal.SIGTERM in data:
-                leave()
-
     signal.signal(signal.SIGTERM, on_sigterm)
-    signal.set_wakeup_fd(wakeup_write)
-    threading.Thread(target=watch_wakeups, name="skyward-signals", daemon=True).start()
 
 
 def _end_process_group() -> None:
@@ -149,6 +139,6 @@ def _end_process_group() -> None:
         return
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # Elsewhere this worker's own SIGTERM reaches `_leave_on_sigterm`'s handler, already leaving.
+    # Off the main thread (SIGTERM's leaving, `_leave_on_sigterm`) its handler ignored SIGTERM already.
     with contextlib.suppress(OSError):
         os.killpg(os.getpgrp(), signal.SIGTERM)

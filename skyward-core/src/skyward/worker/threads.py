@@ -55,6 +55,10 @@ class Job:
 Handler = Callable[[Frame], Any]
 
 
+#: The longest a signal caught by another thread waits for the main thread to handle it.
+SIGNAL_TICK = 0.5
+
+
 class TaskThreads:
     def __init__(
         self,
@@ -93,7 +97,11 @@ class TaskThreads:
         return self
 
     def wait(self) -> None:
-        self.finished.wait()
+        """Until the channel ends. The main thread waits in ticks: a signal the kernel handed to
+        another thread (any thread may get a process's SIGTERM) runs its Python handler only when
+        the main thread next executes bytecode, which an untimed wait would put off for ever."""
+        while not self.finished.wait(SIGNAL_TICK):
+            pass
 
     def on_reader(self) -> bool:
         """Whether this thread is the reader running a task: it reads again as soon as the task
