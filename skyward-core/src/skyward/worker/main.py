@@ -111,11 +111,7 @@ def _leave_on_sigterm(worker: Worker) -> None:
     handed the signal to: the main thread waits for the channel's end in ticks for that reason
     (`TaskThreads.wait`), so a SIGTERM caught by a reader thread is acted on within a tick.
     """
-    started = threading.Lock()
-
     def leave() -> None:
-        if not started.acquire(blocking=False):
-            return
         cleanup = threading.Thread(target=worker.abandon, name="skyward-sigterm-cleanup", daemon=True)
         cleanup.start()
         cleanup.join(CLEANUP_GRACE)
