@@ -1,21 +1,19 @@
 """`pip install skyward-core skyward-verda` (or skyward-novita) alone gives a working `sky.Verda`.
 
-Both wheels are built as a release builds them and installed, without the checkout, into a fresh
-venv that sees this interpreter's third-party packages (aiohttp, asyncssh...): the provider
-resolves through its entry point, and with no credentials it fails naming the variables, before
-any request.
+Both wheels are built as a release builds them (once for the run: conftest) and installed, without
+the checkout, into a fresh venv that sees this interpreter's third-party packages (aiohttp,
+asyncssh...): the provider resolves through its entry point, and with no credentials it fails naming
+the variables, before any request. uv installs them (a pip run costs a second of CPU, uv a fifth):
+a wheel's install is the same whoever unpacks it, and `test_distributions` installs core with pip.
 """
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 CODE = """
 import skyward as sky
@@ -43,18 +41,13 @@ except sky.ConfigurationError as error:
     ],
 )
 def test_core_and_one_cloud_install_alone_and_the_cloud_resolves(
-    folder: str, public: str, says: str, tmp_path: Path, venv_seeing_this_python: Callable[[Path], Path]
+    folder: str, public: str, says: str, tmp_path: Path, release_wheels: dict[str, Path],
+    venv_seeing_this_python: Callable[[Path], Path],
 ) -> None:
-    wheels = tmp_path / "wheels"
-    for source in ("skyward-core", folder):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-             "--wheel-dir", str(wheels), str(ROOT / source)],
-            check=True,
-        )
     python = venv_seeing_this_python(tmp_path / "venv")
-    built = [str(wheel) for wheel in wheels.glob("*.whl")]
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", *built], check=True)
+    built = [str(release_wheels[source]) for source in ("skyward-core", folder)]
+    subprocess.run(["uv", "pip", "install", "--quiet", "--offline", "--no-deps", "--python", str(python), *built],
+                   check=True)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     out = subprocess.run([str(python), "-c", CODE.format(public=public)], check=True, capture_output=True,
                          text=True, cwd=tmp_path, env=env).stdout

@@ -10,8 +10,6 @@ from __future__ import annotations
 import email
 import email.message
 import re
-import subprocess
-import sys
 import tomllib
 import zipfile
 from pathlib import Path
@@ -52,20 +50,9 @@ URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues"}
 
 
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One wheel per folder, each built from its folder alone by its own build backend. One pip
-    builds them all: a pip run per folder cost a second of CPU each, the builds a third of one."""
-    out = tmp_path_factory.mktemp("wheels")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(out), *(str(ROOT / folder) for folder in FOLDERS)],
-        check=True,
-    )
-    built: dict[str, Path] = {}
-    for folder in FOLDERS:
-        name = re.sub(r"[-_.]+", "_", pyproject(folder)["name"]).lower()
-        (built[folder],) = out.glob(f"{name}-[0-9]*.whl")
-    return built
+def wheels(release_wheels: dict[str, Path]) -> dict[str, Path]:
+    """One wheel per folder, each built from its folder alone by its own build backend (conftest)."""
+    return {folder: release_wheels[folder] for folder in FOLDERS}
 
 
 def metadata(wheel: Path) -> email.message.Message:
