@@ -32,7 +32,8 @@ few hard links (0.2-0.4 s) and the ratio mostly counts the SSH logins and a Pyth
 `bootstrap.overlap` checks that the nodes bootstrap in parallel: how much the two nodes' intervals
 (BootstrapRequested to NodeReady) overlap, over the span of both (1: fully in parallel; 0: one
 after the other). Needs `sshd` and `uv`; without them the case reports "missing". A smoke run
-(`--quick`) measures one order only (the floor, then the pool): its figures are not for reading.
+(`--quick`) measures one order only (the floor, then the pool), without numpy: its figures are not
+for reading.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ NAME = "bootstrap"
 PEERS = ("Skyward",)
 SSH_TESTS = Path(__file__).resolve().parents[1] / "tests" / "ssh"
 PIP = ("numpy",)
+#: What a smoke run (`--quick`) installs beyond skyward: nothing. Its figures are not for reading,
+#: and numpy's cold unpacks, four per run, were most of the benchmark smoke test's CPU.
+QUICK_PIP: tuple[str, ...] = ()
 
 
 def uv_config(wheelhouse: Path) -> str:
@@ -93,7 +97,8 @@ def measure(config: Config) -> dict[str, list[float]]:
     from skyward.bootstrap.wheels import local_wheels, wheel_cache_dir
 
     wheels = local_wheels(wheel_cache_dir())
-    house = wheelhouse(wheels)
+    pip = config.pick(PIP, QUICK_PIP)
+    house = wheelhouse(wheels, pip)
     runs: dict[str, list[float]] = {f.key: [] for f in figures()}
     for n in range(1, config.repeat + 1):
         # Both orders in every run, each on fresh hosts: the second install on a pair of hosts
@@ -110,11 +115,11 @@ def measure(config: Config) -> dict[str, list[float]]:
                 for measure_pool in (pool_first, not pool_first):
                     os.sync()  # nothing left to write back from before (see the docstring)
                     if measure_pool:
-                        cold, overlapped = pool_seconds(hosts)
+                        cold, overlapped = pool_seconds(hosts, pip)
                         pools.append(cold)
                         overlaps.append(overlapped)
                     else:
-                        floors.append(floor_seconds(hosts, wheels, f"floor-{n}"))
+                        floors.append(floor_seconds(hosts, wheels, f"floor-{n}", pip))
             finally:
                 hosts.stop()
                 shutil.rmtree(folder, ignore_errors=True)
@@ -126,14 +131,14 @@ def measure(config: Config) -> dict[str, list[float]]:
     return runs
 
 
-def wheelhouse(wheels: tuple[Path, ...]) -> Path:
-    """A folder with numpy and skyward-core's dependencies as wheels, fetched by pip from
+def wheelhouse(wheels: tuple[Path, ...], pip: tuple[str, ...] = PIP) -> Path:
+    """A folder with `pip` (numpy) and skyward-core's dependencies as wheels, fetched by pip from
     whatever index this machine's pip uses (once per process)."""
     folder = Path(tempfile.gettempdir()) / "skyward-bench-wheelhouse"
     core = [str(w) for w in wheels if w.name.startswith("skyward_core-")]
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:", "-d", str(folder),
-         *PIP, *core],
+         *pip, *core],
         check=True, capture_output=True,
     )
     for wheel in folder.glob("skyward_*.whl"):
@@ -141,8 +146,8 @@ def wheelhouse(wheels: tuple[Path, ...]) -> Path:
     return folder
 
 
-def pool_seconds(hosts: Any) -> tuple[float, float]:
-    """Seconds until a 2-node pool with `Image(pip=PIP)` is ready on fresh hosts, and its overlap."""
+def pool_seconds(hosts: Any, pip: tuple[str, ...] = PIP) -> tuple[float, float]:
+    """Seconds until a 2-node pool with `Image(pip=pip)` is ready on fresh hosts, and its overlap."""
     from ssh_hosts import ssh_pool
 
     import skyward as sky
@@ -158,7 +163,7 @@ def pool_seconds(hosts: Any) -> tuple[float, float]:
             ready.setdefault(event.node, time.perf_counter())
 
     start = time.perf_counter()
-    with ssh_pool(hosts, image=sky.Image(pip=list(PIP)), on_event=on_event):
+    with ssh_pool(hosts, image=sky.Image(pip=list(pip)), on_event=on_event):
         seconds = time.perf_counter() - start
     return seconds, overlap(began, ready)
 
@@ -173,9 +178,9 @@ def overlap(began: dict[int, float], ready: dict[int, float]) -> float:
     return max(shared, 0.0) / span if span > 0 else 1.0
 
 
-def floor_command(folder: str, wheels: tuple[Path, ...]) -> str:
+def floor_command(folder: str, wheels: tuple[Path, ...], pip: tuple[str, ...] = PIP) -> str:
     """The install alone, as the bootstrap runs it: the venv (same interpreter,
-    `--system-site-packages` as for `SSH(python=...)`), then one uv run of numpy, skyward-core with
+    `--system-site-packages` as for `SSH(python=...)`), then one uv run of `pip` (numpy), skyward-core with
     its dependencies and the other wheels without theirs (declared without any by uv's
     `dependency-metadata`, in a `pyproject.toml` uv finds through `--project`)."""
     q = shlex.quote
@@ -194,12 +199,12 @@ def floor_command(folder: str, wheels: tuple[Path, ...]) -> str:
         f"printf %s {q(toml)} > {q(project + '/pyproject.toml')}",
         f"{uv} venv -q --system-site-packages --python {q(sys.executable)} {q(venv)}",
         f"{uv} pip install -q --python {q(venv + '/bin/python')} --project {q(project)} "
-        f"-r {q(project + '/pyproject.toml')} {' '.join(q(p) for p in PIP)} "
+        f"-r {q(project + '/pyproject.toml')} {' '.join(q(p) for p in pip)} "
         + " ".join(q(str(w)) for w in (*core, *others)),
     ])
 
 
-def floor_seconds(hosts: Any, wheels: tuple[Path, ...], name: str) -> float:
+def floor_seconds(hosts: Any, wheels: tuple[Path, ...], name: str, pip: tuple[str, ...] = PIP) -> float:
     """Seconds the floor's install takes on every host at once (one exec each, logged in first)."""
     import asyncssh
 
@@ -215,7 +220,7 @@ def floor_seconds(hosts: Any, wheels: tuple[Path, ...], name: str) -> float:
             folders = [f"{s.home}/{name}" for s in hosts.servers]
             start = time.perf_counter()
             results = await asyncio.gather(
-                *(c.run(floor_command(f, wheels), check=False) for c, f in zip(conns, folders, strict=True))
+                *(c.run(floor_command(f, wheels, pip), check=False) for c, f in zip(conns, folders, strict=True))
             )
             seconds = time.perf_counter() - start
             # The floor's files stay until the run's hosts go, as the pool's environment does:
