@@ -14,10 +14,10 @@ import pytest
 import structlog
 
 from skyward.errors import ConfigurationError
+from skyward.home import log_path
 from skyward.observe.logging import (
     build_file_handler,
     configure_logging,
-    log_path,
     parse_level,
     register_secret,
     reset_logging,

@@ -96,3 +96,13 @@ def test_sky_function_stays_the_decorator_once_its_submodule_is_imported() -> No
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "skyward", out.stderr
+
+
+def test_the_sky_commands_modules_load_without_structlog() -> None:
+    # `sky --help` loads every command's module, and most `sky` commands log nothing: structlog
+    # (which loads rich's tracebacks) was 60-110 ms of each of them, through a path or a secret.
+    loading = (
+        "import skyward.cli.sweep, skyward.cli.offers, skyward.client.server_home, "
+        "skyward.providers.credentials, skyward_vastai.config"
+    )
+    assert imported_after(loading, ("structlog",)) == []

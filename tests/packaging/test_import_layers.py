@@ -67,6 +67,7 @@ CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "dataclass_view",
             "errors",
             "fastpaths",
+            "home",
             "messages",
             "payload",
             "pickling",

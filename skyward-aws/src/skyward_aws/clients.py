@@ -16,7 +16,7 @@ import botocore.config
 import botocore.exceptions
 
 from skyward.errors import CapacityError, ConfigurationError, ProvisionError
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 from skyward.storage.boto import boto3_session
 
 if TYPE_CHECKING:

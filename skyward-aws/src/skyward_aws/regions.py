@@ -13,7 +13,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from skyward.observe.logging import skyward_home
+from skyward.home import skyward_home
 
 FILE = "aws-regions"
 

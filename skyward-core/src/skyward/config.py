@@ -59,7 +59,7 @@ import attrs
 
 from skyward.config_records import CONFIG_FILENAME, build_pool, build_provider
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import skyward_home
+from skyward.home import skyward_home
 
 if TYPE_CHECKING:
     from skyward.options import Options

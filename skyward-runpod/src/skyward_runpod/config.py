@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 from skyward.providers.base import ProviderConfig
 from skyward_runpod.account import API_KEY_VARIABLE, GRAPHQL_URL, REST_URL
 

@@ -19,7 +19,7 @@ import attrs
 
 from skyward.containers import image_ref
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 from skyward.providers.base import ProviderConfig
 from skyward_vastai.account import SERVER_URL
 

@@ -16,7 +16,7 @@ import os
 import attrs
 
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 from skyward.providers.credentials import CredentialStatus
 
 API_URL = "https://api.verda.com/v1"

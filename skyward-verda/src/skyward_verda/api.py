@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from skyward.errors import ProvisionError
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 from skyward.providers.rest import ApiErrors, Gone, JsonApi
 from skyward_verda.account import ID_VARIABLE, SECRET_VARIABLE, ClientCredentials
 

@@ -15,7 +15,7 @@ import attrs
 
 from skyward.errors import ConfigurationError
 from skyward.extension.settings import api_url
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 from skyward.providers.base import ProviderConfig
 
 if TYPE_CHECKING:

@@ -198,6 +198,6 @@ def _write(target: Path, data: bytes) -> None:
 
 
 def _cache_dir() -> Path:
-    from skyward.observe.logging import skyward_cache
+    from skyward.home import skyward_cache
 
     return skyward_cache() / "bytecode"

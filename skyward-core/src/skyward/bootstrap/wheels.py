@@ -208,7 +208,7 @@ def resolve_source(image: Any) -> str:
 def wheel_cache_dir() -> Path:
     """Where assembled wheels are kept between pools: `~/.skyward/wheels` (under
     `$SKYWARD_CACHE_DIR`, else `$SKYWARD_HOME`, when set)."""
-    from skyward.observe.logging import skyward_cache
+    from skyward.home import skyward_cache
 
     return skyward_cache() / "wheels"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from skyward.observe.logging import log_path
+from skyward.home import log_path
 from skyward.options import LogConfig
 
 POLL_SECONDS = 0.5

@@ -27,7 +27,6 @@ from skyward.market.offer import Offer
 from skyward.market.query import ORDERS, OfferQuery
 from skyward.market.refresh import SourceStatus
 from skyward.market.summary import summarize
-from skyward.observe.logging import configure_logging
 
 #: (option, keyword of `OfferQuery.filter`), in the order `--help` lists them.
 _FILTERS: tuple[tuple[Any, ...], ...] = (
@@ -62,6 +61,8 @@ def filter_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def _query(params: dict[str, Any], refresh: bool | None = None) -> OfferQuery:
     if params.get("spot") and params.get("on_demand"):
         raise click.UsageError("--spot and --on-demand exclude each other; pass one of them, or neither")
+    from skyward.observe.logging import configure_logging  # here: `sky --help` loads this module
+
     configure_logging()  # what the providers log goes to Skyward's log file, not between the tables
     providers = [params["provider"]] if params.get("provider") else None
     query = catalog(providers, refresh)

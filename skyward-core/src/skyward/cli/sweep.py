@@ -21,7 +21,6 @@ from rich.text import Text
 
 from skyward.cli.output import Table, draw, emit_json, json_option, note, table
 from skyward.extension import registry
-from skyward.observe.logging import configure_logging
 from skyward.providers.sweep import Ended, Machine, Sweeper, utc_now
 
 provider_option = click.option(
@@ -70,6 +69,8 @@ def sweepers(provider: str | None) -> list[Sweeper]:
 def find(provider: str | None, region: str | None) -> Found:
     """Every sweeper's machines. Skyward's log is set up first: what the sweepers log goes to its
     file (problems also to stderr), never between the tables on stdout."""
+    from skyward.observe.logging import configure_logging  # here: `sky --help` loads this module
+
     configure_logging()
     listed: list[tuple[Sweeper, tuple[Machine, ...]]] = []
     skipped: list[dict[str, str]] = []

@@ -45,7 +45,7 @@ from skyward.observe.events import (
     PoolResized,
     SpecSkipped,
 )
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 
 if TYPE_CHECKING:
     from skyward.client.scheduler import Scheduler

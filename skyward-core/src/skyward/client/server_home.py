@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from skyward.errors import ConfigurationError
-from skyward.observe.logging import skyward_home
+from skyward.home import skyward_home
 
 URL_ENV = "SKYWARD_SERVER_URL"
 TOKEN_ENV = "SKYWARD_SERVER_TOKEN"

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from skyward.market.offer import Offer
-from skyward.observe.logging import skyward_home
+from skyward.home import skyward_home
 
 #: Bumped whenever the tables change; an older file is rebuilt.
 SCHEMA_VERSION = 1

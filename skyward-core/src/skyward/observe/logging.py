@@ -37,6 +37,7 @@ import structlog
 
 from skyward import secrets as _secrets
 from skyward.errors import ConfigurationError
+from skyward.home import log_path, skyward_home
 from skyward.secrets import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
 from skyward.secrets import register_secret, registered_secrets
 
@@ -50,7 +51,6 @@ __all__ = [
     "register_secret",
     "registered_secrets",
     "reset_logging",
-    "skyward_home",
 ]
 
 DEFAULT_LOG_FILE = "~/.skyward/logs/skyward.log"
@@ -100,28 +100,6 @@ class _State:
 
 
 _state = _State()
-
-
-def skyward_home() -> Path:
-    """Skyward's per-user directory: `$SKYWARD_HOME`, else `~/.skyward`."""
-    return Path(os.environ.get("SKYWARD_HOME") or "~/.skyward").expanduser()
-
-
-def skyward_cache() -> Path:
-    """Where Skyward keeps what it can make again from this install (assembled wheels, the
-    workers' bytecode bundle): `$SKYWARD_CACHE_DIR`, else `skyward_home()`. Kept apart from the
-    state (pools, keys, logs) so that several homes share one cache: a test suite or a CI job
-    that gives every test its own `$SKYWARD_HOME` builds the wheels once, not once per pool."""
-    cache = os.environ.get("SKYWARD_CACHE_DIR")
-    return Path(cache).expanduser() if cache else skyward_home()
-
-
-def log_path(file: str) -> Path:
-    """Where `file` points; the `~/.skyward/` prefix follows `$SKYWARD_HOME`."""
-    prefix = "~/.skyward/"
-    if file.startswith(prefix):
-        return skyward_home() / file[len(prefix):]
-    return Path(file).expanduser()
 
 
 # `register_secret` and `registered_secrets` live in `skyward.secrets` (the registry the event bus,

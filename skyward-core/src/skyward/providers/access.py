@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 
 if TYPE_CHECKING:
     from skyward.guardian.boot import BootGuardian

@@ -15,8 +15,6 @@ import concurrent.futures
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-import structlog
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -73,6 +71,8 @@ def known_or_none(
     try:
         return on_own_thread(lambda: run_closing(open_api, work), timeout=timeout, thread=thread)
     except Exception as exc:  # noqa: BLE001 - unknown; whoever acts on it reports the real error
+        import structlog  # here: a `sky` command that only builds configs never loads it (and rich)
+
         structlog.get_logger(logger).info(event, error=str(exc))
         return None
 

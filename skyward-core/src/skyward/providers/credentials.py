@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import attrs
 
 from skyward.errors import ConfigurationError, MissingPackageError
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 from skyward.providers.base import ProviderConfig
 from skyward.providers.calls import on_own_thread
 

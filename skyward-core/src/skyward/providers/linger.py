@@ -65,7 +65,7 @@ class Parked:
 
 
 def folder() -> Path:
-    from skyward.observe.logging import skyward_home
+    from skyward.home import skyward_home
 
     return skyward_home() / "lingering"
 
@@ -84,7 +84,7 @@ def compatibility(provider: str, spec: Any) -> str:
 
 def key_kept(pool: str) -> bool:
     """Whether the parked pool's login key is still on disk (without it nobody can log in)."""
-    from skyward.observe.logging import skyward_home
+    from skyward.home import skyward_home
 
     return (skyward_home() / "keys" / f"{pool}_ed25519").is_file()
 

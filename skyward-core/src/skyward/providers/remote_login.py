@@ -105,7 +105,7 @@ def login_key(conn: Connection) -> str | None:
 
 def records_file() -> Path:
     """Where the client keeps the homes it learnt: `$SKYWARD_HOME/hosts/homes.json`."""
-    from skyward.observe.logging import skyward_home
+    from skyward.home import skyward_home
 
     return skyward_home() / "hosts" / "homes.json"
 

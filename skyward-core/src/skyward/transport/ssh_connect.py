@@ -301,7 +301,7 @@ async def connect_with_retry(
 def pool_key(pool_id: str) -> tuple[Path, str]:
     """This pool's ed25519 key pair under `~/.skyward/keys/` (`$SKYWARD_HOME`), created mode 0600
     on first use; returns the private key's path and the public key's OpenSSH line."""
-    from skyward.observe.logging import skyward_home
+    from skyward.home import skyward_home
 
     folder = skyward_home() / "keys"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -318,7 +318,7 @@ def pool_key(pool_id: str) -> tuple[Path, str]:
 
 
 def remove_pool_key(pool_id: str) -> None:
-    from skyward.observe.logging import skyward_home
+    from skyward.home import skyward_home
 
     path = skyward_home() / "keys" / f"{pool_id}_ed25519"
     for file in (path, path.with_suffix(".pub")):

@@ -33,7 +33,7 @@ import attrs
 from skyward.bootstrap.ops import Op
 from skyward.errors import ConfigurationError
 from skyward.extension.plugin import Plugin
-from skyward.observe.logging import register_secret
+from skyward.secrets import register_secret
 
 __all__ = ["HUGGINGFACE_PACKAGES", "LOGIN_SCRIPT", "TOKEN_PATH_SNIPPET", "huggingface"]
 
