@@ -168,11 +168,14 @@ def keeper_command(
         # ending a killed client's lease in this folder kills what they name, and this start is
         # not that client's. It stops waiting when its SSH session is gone (its parent changed:
         # the client went), and after an hour at most; the client kills it when it gives up.
+        # It looks every 20 ms for a second (a warm node's bootstrap ends within it), then every
+        # 100 ms: each look forks a `sleep`, and a cold bootstrap lasts seconds to minutes.
         wait = (
-            f"{record_pid(waiting_pid_file(pid_file))} && __n=0 && __pp=$PPID && "
+            f"{record_pid(waiting_pid_file(pid_file))} && __n=0 && __pp=$PPID && __t=0.02 && "
             f"until [ -e {s} ]; do __n=$((__n + 1)); [ $__n -lt {WAIT_TICKS} ] || exit 1; "
+            f"[ $__n -lt {FAST_TICKS} ] || __t=0.1; "
             "if read -r __l < /proc/$$/stat 2>/dev/null; then set -- ${__l##*) }; "
-            '[ "$2" = "$__pp" ] || exit 1; fi; sleep 0.02; done && '
+            '[ "$2" = "$__pp" ] || exit 1; fi; sleep $__t; done && '
             f"rm -f {waiting} && {record_pid(pid_file)} && __st=$(cat {s}) && rm -f {s} && "
             '{ [ "$__st" = 0 ] || { echo "skyward: the bootstrap failed; no worker starts" >&2; '
             "exit 1; }; } && "
@@ -194,8 +197,11 @@ def attach_command(*, python: str, env_file: str, pid_file: str, cwd: str) -> st
     return f"exec /bin/sh -c {q(script)}"
 
 
-#: How many 20 ms looks a worker's start waiting on its bootstrap's status takes at most (an hour).
-WAIT_TICKS = 180_000
+#: How many looks a worker's start waiting on its bootstrap's status makes every 20 ms (a second),
+#: before it looks every 100 ms.
+FAST_TICKS = 50
+#: How many looks it makes at most: a second of fast ones, then an hour of slow ones.
+WAIT_TICKS = FAST_TICKS + 36_000
 
 
 def waiting_pid_file(pid_file: str) -> str:
