@@ -25,10 +25,10 @@ import attrs
 from skyward.errors import ConfigurationError, HostKeyError
 from skyward.options import Options
 from skyward.providers.base import Cluster, Instance, NodeSetup, Provider, ProviderConfig
-from skyward.providers.remote import FIRST_LOGIN_TIMEOUT, Login, RemoteNodes
 
 if TYPE_CHECKING:
     from skyward.providers.credentials import CredentialStatus
+    from skyward.providers.remote import RemoteNodes
     from skyward.spec import Nodes, Spec
     from skyward.transport.ssh import SSHChannel
 
@@ -159,6 +159,8 @@ class SSHProvider(Provider):
     keeps_environments = True
 
     def __init__(self, config: SSH, options: Options | None = None) -> None:
+        from skyward.providers.remote import RemoteNodes  # here: `sky.SSH` alone loads no asyncssh
+
         super().__init__(options)
         self.config = config
         self.targets = config.targets
@@ -171,6 +173,8 @@ class SSHProvider(Provider):
 
     async def prepare(self, spec: Spec, pool_id: str) -> Cluster:
         """Log in to every host once (host keys checked, home folders learnt); fail naming the host."""
+        from skyward.providers.remote import FIRST_LOGIN_TIMEOUT, Login
+
         timeout = min(self.nodes.ssh_timeout, FIRST_LOGIN_TIMEOUT)
         logins = [Login(t.host, t.port, t.user) for t in self.targets]
         results = await asyncio.gather(
