@@ -33,9 +33,15 @@ class Renewer:
     """A client's renew channel: a `guardian.py renew` process fed a byte every `interval`."""
 
     def __init__(self, folder: Path, interval: float = 0.2) -> None:
+        before = set(folder.glob("renew-*.live"))
         self.proc = subprocess.Popen(
             ["/bin/sh", "-c", renew_command(str(folder), PYTHONS)], stdin=subprocess.PIPE
         )
+        # Renewing once it says so (its `renew-<pid>.live`), as a client's renewer does long before
+        # anything ends its pool: one still starting when a test removes the folder made it again.
+        if not wait_until(lambda: bool(set(folder.glob("renew-*.live")) - before), 60):
+            self.proc.kill()
+            raise RuntimeError(f"the renewer of {folder} did not start within 60 s")
         self.interval = interval
         self._writing = threading.Event()
         self._writing.set()
