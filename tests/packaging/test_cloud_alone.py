@@ -46,8 +46,8 @@ def test_core_and_one_cloud_install_alone_and_the_cloud_resolves(
 ) -> None:
     python = venv_seeing_this_python(tmp_path / "venv")
     built = [str(release_wheels[source]) for source in ("skyward-core", folder)]
-    subprocess.run(["uv", "pip", "install", "--quiet", "--offline", "--no-deps", "--python", str(python), *built],
-                   check=True)
+    install = ["uv", "pip", "install", "--quiet", "--offline", "--no-deps", "--python", str(python)]
+    subprocess.run([*install, *built], check=True)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     out = subprocess.run([str(python), "-c", CODE.format(public=public)], check=True, capture_output=True,
                          text=True, cwd=tmp_path, env=env).stdout

@@ -111,4 +111,5 @@ def test_the_sky_commands_modules_load_without_structlog() -> None:
 def test_the_ssh_providers_config_loads_without_the_ssh_transport() -> None:
     # `sky providers` lists `sky.SSH` with the other providers' configs: its transport (asyncssh and
     # the remote nodes' machinery) was a quarter of a second of every such command.
-    assert imported_after("from skyward.providers.ssh import SSH", ("asyncssh", "skyward.providers.remote")) == []
+    transport = ("asyncssh", "skyward.providers.remote")
+    assert imported_after("from skyward.providers.ssh import SSH", transport) == []

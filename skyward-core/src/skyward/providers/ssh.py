@@ -28,7 +28,6 @@ from skyward.providers.base import Cluster, Instance, NodeSetup, Provider, Provi
 
 if TYPE_CHECKING:
     from skyward.providers.credentials import CredentialStatus
-    from skyward.providers.remote import RemoteNodes
     from skyward.spec import Nodes, Spec
     from skyward.transport.ssh import SSHChannel
 
