@@ -22,6 +22,22 @@ if ! command -v tmux >/dev/null 2>&1; then
 fi
 # tests/slurm starts a real Slurm cluster on loopback: Debian's slurm-wlm and munge.
 bash scripts/slurm-packages.sh
+# The suite runs in a virtual environment of its own, `.venv` (kept for the next run), unless this
+# python3 already is one: torch, jax, moto and the rest stay out of the machine's Python, and the
+# suite's thousands of Python processes skip what the machine's site-packages runs at every start
+# (a `.pth` file that imports a package costs each start tens of milliseconds).
+if ! python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+  if [ ! -x .venv/bin/python3 ]; then
+    if ! python3 -m venv .venv 2>/dev/null; then  # Debian's python3 makes venvs with python3-venv
+      rm -rf .venv
+      if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+      $sudo apt-get update
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv
+      python3 -m venv .venv
+    fi
+  fi
+  export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH"
+fi
 bash scripts/install.sh -r requirements-test.txt
 # Parallel, one process per pytest-xdist worker (tests/conftest.py isolates each: its own
 # $SKYWARD_HOME, loopback addresses, sshd hosts, moto server, tmp folders). Most tests wait on sshd,
