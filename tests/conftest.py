@@ -37,6 +37,25 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["SKYWARD_HOME"] = home
 
 
+#: tests/ssh/ssh_hosts.py `SHELF_VARIABLE`: where the cloud fakes' machines share their environments.
+MACHINE_ENVIRONMENTS = "SKYWARD_TEST_MACHINE_ENVIRONMENTS"
+
+
+@pytest.fixture(autouse=True)
+def _machine_environments(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The cloud fakes' machines of this worker start with the environments its earlier machines
+    built (tests/ssh/ssh_hosts.py `stock_environments`), unless the test is marked `cold_machines`."""
+    before = os.environ.pop(MACHINE_ENVIRONMENTS, None)
+    if request.node.get_closest_marker("cold_machines") is None:
+        os.environ[MACHINE_ENVIRONMENTS] = str(tmp_path_factory.getbasetemp() / "machine-environments")
+    yield
+    os.environ.pop(MACHINE_ENVIRONMENTS, None)
+    if before is not None:
+        os.environ[MACHINE_ENVIRONMENTS] = before
+
+
 @pytest.fixture(autouse=True)
 def _structlog_left_as_found() -> Iterator[None]:
     """structlog's `capture_logs` leaves structlog marked as configured by the application when it

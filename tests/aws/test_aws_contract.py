@@ -13,6 +13,9 @@ from aws_cloud import FaultProxy, Machines, Network, aws_provider
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_aws.sweep import AWSSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestAWS(ProviderContract, SweeperContract, OfferSourceContract):
     @pytest.fixture

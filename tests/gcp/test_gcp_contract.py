@@ -12,6 +12,9 @@ from gcp_support import gcp
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_gcp.sweep import GCPSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestGCP(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "T4"}

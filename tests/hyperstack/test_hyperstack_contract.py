@@ -12,6 +12,9 @@ from hyperstack_support import API_KEY, hyperstack
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_hyperstack.sweep import HyperstackSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestHyperstack(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "L40"}

@@ -12,6 +12,9 @@ from lambda_support import API_KEY, lambda_cloud
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_lambda.sweep import LambdaSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestLambdaCloud(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "H100"}

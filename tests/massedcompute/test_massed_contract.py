@@ -12,6 +12,9 @@ from massed_support import API_KEY, massed
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_massedcompute.sweep import MassedComputeSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestMassedCompute(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "L40"}

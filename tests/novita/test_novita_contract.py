@@ -12,6 +12,9 @@ from novita_support import API_KEY, novita
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_novita.sweep import NovitaSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestNovita(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "RTX_4090"}

@@ -12,6 +12,9 @@ from runpod_support import API_KEY, runpod
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_runpod.sweep import RunPodSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestRunPod(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "A100"}

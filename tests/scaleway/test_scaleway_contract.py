@@ -12,6 +12,9 @@ from scaleway_support import CREDENTIALS, scaleway
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_scaleway.sweep import ScalewaySweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestScaleway(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "L4"}

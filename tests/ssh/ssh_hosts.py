@@ -148,6 +148,8 @@ class SSHServer:
         if self.machine:  # its sshd may never have started, but what it booted did
             end_every_process_of(self.home)
         if self.process is None:
+            if self.machine:
+                shelve_environments(self.home)
             return
         sessions = self.session_pids()
         with contextlib.suppress(ProcessLookupError):
@@ -163,6 +165,7 @@ class SSHServer:
         self.process = None
         if self.machine:  # and whatever a login started while the sshd was going
             end_every_process_of(self.home)
+            shelve_environments(self.home)
 
 
 @attrs.define
@@ -320,6 +323,7 @@ def start_machine(
     """
     folder.mkdir(parents=True, exist_ok=True)
     home = _make_home(folder)
+    stock_environments(home)
     key = asyncssh.import_private_key(host_key)
     write_key(folder / "host_key", key)
     authorized = folder / "authorized_keys"
@@ -328,6 +332,71 @@ def start_machine(
     if start:
         server.boot()
     return server
+
+
+# -- environments the cloud machines share ---------------------------------------------------------
+
+#: The folder where this test process keeps the environments its cloud machines built
+#: (tests/conftest.py sets it per xdist worker, in the run's tmp folder); unset, or in a test marked
+#: `cold_machines`, every machine boots as a new VM does: with none.
+SHELF_VARIABLE = "SKYWARD_TEST_MACHINE_ENVIRONMENTS"
+#: Where a node keeps its environments (`skyward.providers.remote_login.ENVIRONMENTS`).
+ENVIRONMENTS = Path(".skyward", "envs")
+#: The mark of a complete environment (`skyward.bootstrap.environments.READY`).
+READY = ".ready"
+
+
+def _shelf() -> Path | None:
+    found = os.environ.get(SHELF_VARIABLE)
+    return Path(found) if found else None
+
+
+def _link_copy(source: Path, target: Path) -> None:
+    """`source`'s tree at `target`, its files hard links to `source`'s: a venv in tens of
+    milliseconds. Safe to share: what installs or compiles into a venv replaces files, never writes
+    into one in place, and a worker that finds its environment broken unlinks the ready mark."""
+    subprocess.run(["cp", "-al", str(source), str(target)], check=True)
+
+
+def stock_environments(home: Path) -> None:
+    """Give a new cloud machine every complete environment an earlier machine of this test process
+    built, as a machine that ran the same image before has (`skyward.bootstrap.environments`).
+
+    Each cloud's pool tests then spend their CPU on what they test (its API, its start, its
+    guardian) rather than on building the same venv with uv once per machine, hundreds of times per
+    run. The build itself is tested on every kind of host still: each cloud's contract tests are
+    marked `cold_machines`, and tests/ssh and tests/bootstrap start hosts without any."""
+    shelf = _shelf()
+    if shelf is None or not shelf.is_dir():
+        return
+    for environment in shelf.iterdir():
+        if environment.name.startswith(".") or not (environment / READY).is_file():
+            continue
+        target = home / ENVIRONMENTS / environment.name
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _link_copy(environment, target)
+
+
+def shelve_environments(home: Path) -> None:
+    """Keep the complete environments of a machine that stopped (its processes ended) for the next
+    machines (`stock_environments`); one the shelf holds already, or one without its ready mark (cut
+    off, or taken away by a worker that could not import), stays out."""
+    shelf = _shelf()
+    environments = home / ENVIRONMENTS
+    if shelf is None or not environments.is_dir():
+        return
+    shelf.mkdir(parents=True, exist_ok=True)
+    for environment in environments.iterdir():
+        if not (environment / READY).is_file() or (shelf / environment.name).exists():
+            continue
+        # copied aside, then renamed into place: a machine stopped from a fake's thread at the same
+        # time, or a machine being stocked, never sees half an environment
+        staging = shelf / f".{environment.name}.{os.getpid()}.{time.monotonic_ns()}"
+        try:
+            _link_copy(environment, staging)
+            os.rename(staging, shelf / environment.name)
+        except (OSError, subprocess.CalledProcessError):  # the other one got there first
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 # -- /proc helpers -----------------------------------------------------------------------------------

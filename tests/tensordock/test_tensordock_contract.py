@@ -12,6 +12,9 @@ from tensordock_support import API_KEY, API_TOKEN, tensordock
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_tensordock.sweep import TensorDockSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestTensorDock(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "RTX_4090"}

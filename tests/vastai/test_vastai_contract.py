@@ -12,6 +12,9 @@ from vast_support import API_KEY, vast_provider
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_vastai.sweep import VastSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestVastAI(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "RTX 4090"}

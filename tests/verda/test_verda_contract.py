@@ -12,6 +12,9 @@ from verda_support import CLIENT_ID, CLIENT_SECRET, verda
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_verda.sweep import VerdaSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestVerda(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "A100"}

@@ -12,6 +12,9 @@ from vultr_support import API_KEY, vultr
 from skyward.testing.provider_contract import OfferSourceContract, ProviderContract, SweeperContract
 from skyward_vultr.sweep import VultrSweeper
 
+#: Each cloud builds its machines' environments from nothing here, whatever ran before (tests/conftest.py).
+pytestmark = pytest.mark.cold_machines
+
 
 class TestVultr(ProviderContract, SweeperContract, OfferSourceContract):
     spec_kwargs = {"accelerator": "A100"}
