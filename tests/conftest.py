@@ -56,21 +56,6 @@ def _machine_environments(
         os.environ[MACHINE_ENVIRONMENTS] = before
 
 
-@pytest.fixture(autouse=True)
-def _structlog_left_as_found() -> Iterator[None]:
-    """structlog's `capture_logs` leaves structlog marked as configured by the application when it
-    was not, and Skyward's logging then leaves structlog alone (`observe.logging`): the next test in
-    the same worker that reads Skyward's log file found it empty. Such a test's mark goes with it."""
-    import structlog
-
-    from skyward.observe import logging as skyward_logging
-
-    before = structlog.is_configured()
-    yield
-    if not before and structlog.is_configured() and not skyward_logging._state.structlog_ours:
-        structlog.reset_defaults()
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _ship_test_module_by_value(request: pytest.FixtureRequest) -> Iterator[None]:
     module = request.module

@@ -39,7 +39,7 @@ class Config:
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("SKYWARD_HOME", str(tmp_path))
     reset_logging()
-    structlog.reset_defaults()  # other tests' capture_logs() leaves structlog marked "configured"
+    structlog.reset_defaults()
     yield tmp_path
     reset_logging()
 
@@ -173,6 +173,29 @@ def test_structlog_configured_by_the_application_is_left_alone(home: Path) -> No
     try:
         configure_logging(Config())
         assert structlog.get_config()["processors"] == [sentinel]
+    finally:
+        structlog.reset_defaults()
+
+
+def test_structlog_put_back_to_its_defaults_by_capture_logs_is_routed_to_the_file(home: Path) -> None:
+    """A test suite's `capture_logs` block that ended leaves structlog marked configured, with its
+    defaults: that is not an application's configuration, and Skyward's log still gets the lines."""
+    with structlog.testing.capture_logs():
+        structlog.get_logger("skyward.test").info("skyward.captured")
+    assert structlog.is_configured()
+    path = configure_logging(Config())
+    _log("skyward.after_capture", node=2)
+    assert "skyward.after_capture" in path.read_text()
+
+
+def test_structlog_configured_by_the_application_after_import_is_left_alone(home: Path) -> None:
+    """The defaults are told apart by identity: an application's own processors, even of the
+    default kinds, are its configuration."""
+    processors = [structlog.processors.add_log_level, structlog.processors.JSONRenderer()]
+    structlog.configure(processors=processors)
+    try:
+        configure_logging(Config())
+        assert structlog.get_config()["processors"] == processors
     finally:
         structlog.reset_defaults()
 

@@ -5,7 +5,8 @@ once per process to hand records to the stdlib logger named after the calling mo
 (`skyward.client.pool`, `skyward.observe.events`, ...), and attaches a rotating file handler to
 the `skyward` logger, so Skyward's logs go to `~/.skyward/logs/skyward.log` (under `$SKYWARD_HOME` when set)
 and not to the application's root logger. If the application configured structlog itself, that
-configuration is left alone and only the file handler is attached.
+configuration is left alone and only the file handler is attached (structlog's own defaults, put
+back by `reset_defaults` or an ended `capture_logs`, are not such a configuration).
 
 Modules log with `structlog.get_logger().info("skyward.node_ready", node=1)` inside functions, never
 through a logger bound at module scope: cloudpickle ships functions to workers and a cached bound
@@ -230,9 +231,38 @@ def _formatter() -> logging.Formatter:
     )
 
 
+def _structlog_settings() -> tuple[Any, ...]:
+    """The objects structlog's configuration is made of, for telling two configurations apart."""
+    config = structlog.get_config()
+    return (
+        *config["processors"], config["logger_factory"], config["wrapper_class"],
+        config["context_class"], config["cache_logger_on_first_use"],
+    )
+
+
+#: structlog's defaults as this process had them before anything configured structlog (None when
+#: something had). `structlog.is_configured()` alone cannot tell an application's configuration
+#: from a `structlog.testing.capture_logs()` block that ended: the block calls `configure` to put
+#: the defaults back, which marks structlog configured for good, and a pool opened after a test's
+#: `capture_logs` would then leave structlog unrouted and write nothing to Skyward's log.
+_PRISTINE_STRUCTLOG: tuple[Any, ...] | None = None if structlog.is_configured() else _structlog_settings()
+
+
+def _configured_by_application() -> bool:
+    """Whether structlog holds a configuration other than its defaults (the very same objects:
+    `reset_defaults` and `capture_logs` put those back, an application's `configure` never does)."""
+    if not structlog.is_configured():
+        return False
+    pristine = _PRISTINE_STRUCTLOG
+    current = _structlog_settings()
+    return pristine is None or len(current) != len(pristine) or any(
+        mine is not theirs for mine, theirs in zip(current, pristine, strict=True)
+    )
+
+
 def _configure_structlog() -> None:
     """Route structlog into stdlib logging, unless the application already configured structlog."""
-    if _state.structlog_ours or structlog.is_configured():
+    if _state.structlog_ours or _configured_by_application():
         return
     logging.addLevelName(TRACE, "TRACE")
     structlog.configure(
