@@ -6,7 +6,9 @@ shipped by value, as a user's script is: a `@sky.function` defined in a test tra
 The suite runs in parallel (pytest-xdist, scripts/test.sh). Each xdist worker is a process of its
 own with its own `$SKYWARD_HOME` (set here, before any test runs), its own loopback /16 for SSH
 hosts and fake machines (tests/ssh/ssh_hosts.py `loopback`), and its own session fixtures (moto,
-sshd hosts) and tmp folders, so no two workers share a port, a file or a pool key.
+sshd hosts) and tmp folders, so no two workers share a port, a file or a pool key. Its cloud fakes'
+machines boot with the environments its earlier machines built (`_machine_environments`), as a
+machine that ran the image before would; each cloud's contract tests build theirs from nothing.
 """
 
 from __future__ import annotations
