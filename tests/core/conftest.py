@@ -6,6 +6,7 @@ only), so every test module is shipped by value (tests/conftest.py), the way a `
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -27,3 +28,15 @@ def fresh_pool() -> Iterator[Callable[..., sky.Pool]]:
     """A factory of started pools (one node unless asked) that are all stopped when the test ends."""
     with pool_factory(lambda nodes=1, **kwargs: local_pool(nodes, **kwargs)) as make:
         yield make
+
+
+@pytest.fixture
+def interruptible() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt here even where pytest inherited an ignored SIGINT (a job
+    started with `&` by a non-interactive shell, as CI runners may do: Python then installs no
+    handler, and Skyward leaves an ignored signal ignored), and only for this test."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

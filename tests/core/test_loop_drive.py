@@ -172,6 +172,7 @@ def test_a_stopped_loop_is_not_driven(loop_thread: LoopThread) -> None:
     assert not loop_thread.drive(lambda: False)
 
 
+@pytest.mark.usefixtures("interruptible")
 def test_ctrl_c_while_driving_is_raised_once_driving_stops(loop_thread: LoopThread) -> None:
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
@@ -195,6 +196,7 @@ def test_ctrl_c_while_driving_is_raised_once_driving_stops(loop_thread: LoopThre
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.usefixtures("interruptible")
 def test_ctrl_c_outside_loop_work_is_raised_at_once() -> None:
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")

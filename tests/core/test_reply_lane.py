@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -154,17 +153,6 @@ def test_without_retries_a_lane_call_on_a_killed_worker_fails_with_node_lost(
     killer.join()
     assert wait_until(lambda: compute.current_nodes() == 1, timeout=15)
     assert echo(4) >> compute == 4
-
-
-@pytest.fixture
-def interruptible() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt here even where pytest inherited an ignored SIGINT (a job
-    started with `&` by a non-interactive shell, as CI runners do), and only for this test."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.usefixtures("interruptible")
