@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aws_cloud import FaultProxy, Machines, Network
 from client_kill import (
     BOOTSTRAP_TIMEOUT,
@@ -62,6 +63,11 @@ def test_an_instance_whose_client_was_killed_mid_task_terminates_itself(
     assert_lease_ran_out(killed)
 
 
+# The kill must come after the lease's first renewal, which the client sends on the guardian's
+# answer: a machine that holds the environment already reaches the op before it may land, and a
+# client killed then leaves the initial lease, bootstrap_timeout + ttl (docs/cost-safety.md). A
+# machine that builds its environment runs seconds of bootstrap first.
+@pytest.mark.cold_machines
 def test_an_instance_whose_client_was_killed_during_the_bootstrap_terminates_itself(
     ec2: Any, faults: FaultProxy, network: Network, machines: Machines, skyward_home: Path, tmp_path: Path
 ) -> None:

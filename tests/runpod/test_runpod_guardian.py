@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from client_kill import BOUND, Client, assert_lease_ran_out, kill_when, start_client
 from fake_runpod import FakeRunPod
 from runpod_support import API_KEY
@@ -36,6 +37,11 @@ def test_a_pod_whose_client_was_killed_mid_task_deletes_itself(
     assert runpod_api.pods == {}
 
 
+# The kill must come after the lease's first renewal, which the client sends on the guardian's
+# answer: a machine that holds the environment already reaches the op before it may land, and a
+# client killed then leaves the initial lease, bootstrap_timeout + ttl (docs/cost-safety.md). A
+# machine that builds its environment runs seconds of bootstrap first.
+@pytest.mark.cold_machines
 def test_a_pod_whose_client_was_killed_during_the_bootstrap_deletes_itself(
     runpod_api: FakeRunPod, tmp_path: Path
 ) -> None:

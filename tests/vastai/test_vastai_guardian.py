@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from client_kill import (
     BOOTSTRAP_TIMEOUT,
     BOUND,
@@ -46,6 +47,11 @@ def test_an_instance_whose_client_was_killed_mid_task_destroys_itself(vast: Fake
     assert vast.live == []
 
 
+# The kill must come after the lease's first renewal, which the client sends on the guardian's
+# answer: a machine that holds the environment already reaches the op before it may land, and a
+# client killed then leaves the initial lease, bootstrap_timeout + ttl (docs/cost-safety.md). A
+# machine that builds its environment runs seconds of bootstrap first.
+@pytest.mark.cold_machines
 def test_an_instance_whose_client_was_killed_during_the_bootstrap_destroys_itself(
     vast: FakeVast, tmp_path: Path
 ) -> None:
