@@ -321,8 +321,8 @@ class Fleet(FleetWorkers, FleetLosses):
         self.closing = True
         self.guards.stop()
         if self._lease is not None:
-            self._lease.cancel()
-            self._lease = None
+            lease, self._lease = self._lease, None
+            await self._release.stop_renewing(lease)
         # A node replacement still starting ends before the machines are given back: left to run,
         # it would start a worker on a machine being released, after the pool's loop is gone.
         await cancel_and_wait(list(self._replacements))

@@ -31,6 +31,13 @@ LEASE_MAX_INTERVAL = 900.0
 RELEASE_MARGIN = 30.0
 #: How long deleting the keys minted for the pool's volumes may take (seconds; an API call each).
 VOLUME_KEYS_TIMEOUT = 60.0
+#: How long the pool's stop waits for a lease renewal under way to land (seconds; one API call).
+RENEWAL_WAIT = 10.0
+
+
+def _consume(call: asyncio.Future[None]) -> None:
+    if not call.cancelled():
+        call.exception()
 
 
 def lease_interval(ttl: float) -> float:
@@ -56,19 +63,38 @@ class MachineRelease:
 
     def __init__(self, pool: str, bus: EventBus, log: Any, spend: Spend) -> None:
         self.pool, self.bus, self.log, self.spend = pool, bus, log, spend
+        #: The provider's renewal call the lease loop is waiting on, if any (`stop_renewing`).
+        self._renewal: asyncio.Future[None] | None = None
 
     async def renew_lease(
         self, provider: Any, cluster: Any, instances: Callable[[], list[Any]], ttl: float,
         closing: Callable[[], bool],
     ) -> None:
         """Renew the lease on the pool's machines every `lease_interval` until `closing()`; a failed
-        renewal is logged and tried again next time (the lease outlasts two)."""
+        renewal is logged and tried again next time (the lease outlasts two). Stop it with
+        `stop_renewing`, which lets a renewal under way land first."""
         while not closing():
+            until = lease_until(ttl, time.time())
+            call = asyncio.ensure_future(provider.renew_lease(cluster, instances(), until))
+            self._renewal = call
             try:
-                await provider.renew_lease(cluster, instances(), lease_until(ttl, time.time()))
+                await asyncio.shield(call)
+            except asyncio.CancelledError:
+                raise
             except Exception as exc:  # noqa: BLE001 - the next renewal may succeed
                 self.log.warning("skyward.lease_renewal_failed", pool=self.pool, error=str(exc))
             await asyncio.sleep(lease_interval(ttl))
+
+    async def stop_renewing(self, renewing: asyncio.Future[None]) -> None:
+        """Stop the `renew_lease` loop, and let a renewal it had under way land (within
+        `RENEWAL_WAIT`): what the pool marks next (a parked machine's `until`, the provider's own
+        cleanup) must not be overwritten by a renewal that arrives after it."""
+        renewing.cancel()
+        await asyncio.gather(renewing, return_exceptions=True)
+        call, self._renewal = self._renewal, None
+        if call is not None and not call.done():
+            call.add_done_callback(_consume)  # its failure was the loop's to log; the loop is gone
+            await asyncio.wait([call], timeout=RENEWAL_WAIT)
 
     async def release(self, provider: Any, cluster: Any, instances: list[Any], linger: float = 0.0) -> str:
         """Terminate the machines and tear down what `prepare` made, within `bound`; past it,
