@@ -25,6 +25,9 @@ from typing import Any
 import asyncssh
 import attrs
 
+from skyward._environment_mark import READY
+from skyward.providers.remote_login import ENVIRONMENTS as NODE_ENVIRONMENTS
+
 
 def _worker_index() -> int:
     """1 + this pytest-xdist worker's number (gw3 -> 4); 0 outside xdist, so a run outside xdist
@@ -340,10 +343,8 @@ def start_machine(
 #: (tests/conftest.py sets it per xdist worker, in the run's tmp folder); unset, or in a test marked
 #: `cold_machines`, every machine boots as a new VM does: with none.
 SHELF_VARIABLE = "SKYWARD_TEST_MACHINE_ENVIRONMENTS"
-#: Where a node keeps its environments (`skyward.providers.remote_login.ENVIRONMENTS`).
-ENVIRONMENTS = Path(".skyward", "envs")
-#: The mark of a complete environment (`skyward.bootstrap.environments.READY`).
-READY = ".ready"
+#: Where a node keeps its environments, under its home.
+ENVIRONMENTS = Path(NODE_ENVIRONMENTS)
 
 
 def _shelf() -> Path | None:
